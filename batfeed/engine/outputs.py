@@ -1,0 +1,127 @@
+"""``PREFIX_jobs.csv`` and ``PREFIX_schedule.csv`` exactly as Batsim 4.2 writes them.
+
+Follows Batsim's ``JobsTracer::write_job`` / ``finalize`` (reference §10): one row per job in
+completion/rejection order, doubles printed like C++ ``std::to_string`` (``%f``), rejected
+jobs with empty time columns, ``consumed_energy`` -1 without energy, quoted metadata; the
+schedule file is one header and one row with keys in lexicographic order, means divided by
+the number of jobs *including* rejected ones, makespan measured from time 0.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from batfeed.engine.machines import COMPUTING, IDLE, UNAVAILABLE
+from batfeed.engine.workload import REJECTED, SUCCESS, Job
+
+JOBS_COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
+                "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
+                "waiting_time", "turnaround_time", "stretch", "allocated_resources", "consumed_energy",
+                "metadata")
+JOBS_HEADER = ",".join(JOBS_COLUMNS)
+
+
+def cdiv(a: float, b: float) -> float:
+    """IEEE division as C does it (x/0 = ±inf, 0/0 = NaN) instead of raising."""
+    if b:
+        return a / b
+    if a == 0 or math.isnan(a):
+        return -math.nan  # glibc prints 0.0/0.0 as "-nan"
+    return math.copysign(math.inf, a)
+
+
+def fmt(x: float) -> str:
+    """C++ ``std::to_string(double)``."""
+    if math.isnan(x):
+        return "-nan" if math.copysign(1.0, x) < 0 else "nan"
+    return f"{x:f}"
+
+
+class JobsTracer:
+    """Collects ``_jobs.csv`` rows and the sums behind ``_schedule.csv``."""
+
+    def __init__(self) -> None:
+        self.rows: list[str] = []
+        self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
+        self.waits: list[float] = []
+        self.turnarounds: list[float] = []
+        self.slowdowns: list[float] = []
+        self.makespan = 0.0
+
+    def write_job(self, job: Job) -> None:
+        self.nb_jobs += 1
+        head = (f"{job.name},{job.workload},{job.profile.name},{job.subtime:f},{job.res},"
+                f"{job.walltime:f},")
+        meta = f'"{job.metadata}"'
+        if job.state == REJECTED:
+            self.nb_rejected += 1
+            self.rows.append(f"{head}0,{REJECTED},,,,,,,,,{meta}")
+            return
+        self.nb_finished += 1
+        success = 1 if job.state == SUCCESS else 0
+        if success:
+            self.nb_success += 1
+        else:
+            self.nb_killed += 1
+        start, runtime, sub = job.start, job.runtime, job.subtime
+        finish = start + runtime
+        wait = start - sub
+        turnaround = finish - sub
+        stretch = cdiv(turnaround, runtime)
+        self.waits.append(wait)
+        self.turnarounds.append(turnaround)
+        self.slowdowns.append(stretch)
+        if finish > self.makespan:
+            self.makespan = finish
+        self.rows.append(f"{head}{success},{job.state},{start:f},{runtime:f},{finish:f},{wait:f},"
+                         f"{turnaround:f},{fmt(stretch)},{job.alloc},-1.000000,{meta}")
+
+    def write_jobs_csv(self, path: str | Path) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(JOBS_HEADER + "\n")
+            if self.rows:
+                fh.write("\n".join(self.rows))
+                fh.write("\n")
+
+    def schedule_values(self, *, nb_machines: int, machine_time: dict[str, float], version: str,
+                        scheduling_time: float, simulation_time: float) -> dict[str, str]:
+        n = self.nb_jobs
+
+        def mean(values: list[float]) -> float:
+            return cdiv(math.fsum(values), n)
+        values = {
+            "batsim_version": version,
+            "consumed_joules": fmt(0.0),
+            "makespan": fmt(self.makespan),
+            "max_slowdown": fmt(max(self.slowdowns, default=0.0)),
+            "max_turnaround_time": fmt(max(self.turnarounds, default=0.0)),
+            "max_waiting_time": fmt(max(self.waits, default=0.0)),
+            "mean_slowdown": fmt(mean(self.slowdowns)),
+            "mean_turnaround_time": fmt(mean(self.turnarounds)),
+            "mean_waiting_time": fmt(mean(self.waits)),
+            "nb_computing_machines": str(nb_machines),
+            "nb_grouped_switches": "0",
+            "nb_jobs": str(n),
+            "nb_jobs_finished": str(self.nb_finished),
+            "nb_jobs_killed": str(self.nb_killed),
+            "nb_jobs_rejected": str(self.nb_rejected),
+            "nb_jobs_success": str(self.nb_success),
+            "nb_machine_switches": "0",
+            "scheduling_time": fmt(scheduling_time),
+            "simulation_time": fmt(simulation_time),
+            "success_rate": fmt(cdiv(self.nb_success, n)),
+            "time_computing": fmt(machine_time[COMPUTING]),
+            "time_idle": fmt(machine_time[IDLE]),
+            "time_sleeping": fmt(0.0),
+            "time_switching_off": fmt(0.0),
+            "time_switching_on": fmt(0.0),
+            "time_unavailable": fmt(machine_time[UNAVAILABLE]),
+        }
+        return dict(sorted(values.items()))
+
+    @staticmethod
+    def write_schedule_csv(path: str | Path, values: dict[str, str]) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(",".join(values) + "\n")
+            fh.write(",".join(values.values()) + "\n")

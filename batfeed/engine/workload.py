@@ -1,0 +1,203 @@
+"""Batsim 4.2 workload JSON: loading and validation (reference: batsim-protocol.md §6, §8, §12).
+
+The embedded engine models ``delay`` profiles exactly, and ``parallel_homogeneous`` /
+``parallel_homogeneous_total`` profiles whose ``com`` is 0 (pure computation at host speed).
+Anything else is valid Batsim input that only real Batsim can simulate, and is refused with
+:class:`~batfeed.errors.UnsupportedInput`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batfeed.errors import InputError, UnsupportedInput
+
+SEP = "!"
+MODELLED = ("delay", "parallel_homogeneous", "parallel_homogeneous_total")
+LEGACY = {"msg_par": "parallel", "msg_par_hg": "parallel_homogeneous",
+          "msg_par_hg_tot": "parallel_homogeneous_total"}
+KNOWN_UNMODELLED = ("parallel", "composed", "parallel_homogeneous_pfs", "data_staging", "send", "recv",
+                    "smpi", "usage_trace")
+USE_BATSIM = "the embedded engine cannot model it: run this workload with real Batsim"
+
+# Job states (names as in Batsim's protocol and _jobs.csv)
+NOT_SUBMITTED = "NOT_SUBMITTED"
+SUBMITTED = "SUBMITTED"
+RUNNING = "RUNNING"
+SUCCESS = "COMPLETED_SUCCESSFULLY"
+FAILED = "COMPLETED_FAILED"
+WALLTIME = "COMPLETED_WALLTIME_REACHED"
+KILLED = "COMPLETED_KILLED"
+REJECTED = "REJECTED"
+FINAL_STATES = (SUCCESS, FAILED, WALLTIME, KILLED, REJECTED)
+
+
+@dataclass(slots=True)
+class Profile:
+    """One profile; ``work`` is the delay (s) or the per-host / total flop amount."""
+
+    name: str
+    type: str
+    work: float
+    ret: int
+    json: dict[str, Any]
+
+    def duration(self, nb_hosts: int, speed: float) -> float:
+        """Execution time on ``nb_hosts`` hosts of ``speed`` flop/s (before walltime)."""
+        if self.type == "delay":
+            return self.work
+        if self.type == "parallel_homogeneous":
+            return self.work / speed
+        return self.work / (nb_hosts * speed)  # parallel_homogeneous_total
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """A job and its simulation state (times are simulated seconds)."""
+
+    id: str                    # "w0!1"
+    workload: str
+    name: str                  # the part after "!" (the _jobs.csv job_id)
+    subtime: float
+    res: int
+    walltime: float            # -1 = none
+    profile: Profile
+    json: dict[str, Any]
+    state: str = NOT_SUBMITTED
+    start: float = -1.0
+    runtime: float = -1.0
+    alloc: str = ""
+    intervals: list[tuple[int, int]] = field(default_factory=list)
+    return_code: int = 0
+    metadata: str = ""
+    kill_requested: bool = False
+    end_seq: int = 0           # handle of the pending completion, 0 when none
+
+
+@dataclass(slots=True)
+class Workload:
+    name: str
+    path: str
+    nb_res: int
+    profiles: dict[str, Profile]
+    jobs: list[Job]
+
+
+def parse_profile(name: str, data: Any, where: str) -> Profile:
+    """Validate one profile the way Batsim does at load or REGISTER_PROFILE time."""
+    if not isinstance(data, dict):
+        raise InputError(f"profile '{name}' is not a JSON object", where)
+    ptype = data.get("type")
+    if not isinstance(ptype, str):
+        raise InputError(f"profile '{name}' has no string 'type'", where)
+    ret = data.get("ret", 0)
+    if not isinstance(ret, int) or isinstance(ret, bool):
+        raise InputError(f"profile '{name}': 'ret' must be an integer", where)
+    if ptype == "delay":
+        delay = data.get("delay")
+        if not _is_number(delay) or delay <= 0:
+            raise InputError(f"profile '{name}': 'delay' must be a number > 0 (got {delay!r})", where)
+        return Profile(name, ptype, float(delay), ret, data)
+    if ptype in ("parallel_homogeneous", "parallel_homogeneous_total"):
+        cpu, com = data.get("cpu"), data.get("com")
+        if not _is_number(cpu) or cpu < 0 or not _is_number(com) or com < 0:
+            raise InputError(f"profile '{name}' ({ptype}): 'cpu' and 'com' must be numbers >= 0", where)
+        if com != 0:
+            raise UnsupportedInput(f"profile '{name}' ({ptype}) has com={com} (communications): "
+                                   f"{USE_BATSIM}", where)
+        return Profile(name, ptype, float(cpu), ret, data)
+    if ptype in LEGACY:
+        raise InputError(f"profile '{name}': type '{ptype}' is a pre-3.0 name that Batsim 4.2 refuses "
+                         f"(\"no 'trace' field\"); rename it '{LEGACY[ptype]}'", where)
+    if ptype in KNOWN_UNMODELLED:
+        raise UnsupportedInput(f"profile '{name}' has type '{ptype}': {USE_BATSIM}", where)
+    raise InputError(f"profile '{name}' has unknown type '{ptype}' (Batsim 4.2 aborts: "
+                     f"\"profile has no 'trace' field\")", where)
+
+
+def split_job_id(raw: Any, workload: str, where: str) -> tuple[str, str]:
+    """Apply Batsim's id rule: ids without the workload name get ``wl!`` prepended."""
+    if isinstance(raw, bool) or not isinstance(raw, (str, int)):
+        raise InputError(f"job id {raw!r} must be a string or an integer", where)
+    sid = str(raw)
+    if workload not in sid:
+        return f"{workload}{SEP}{sid}", sid
+    parts = sid.split(SEP)
+    if len(parts) != 2 or parts[0] != workload or not parts[1]:
+        raise InputError(f"job id '{sid}' contains the workload name '{workload}' but is not of the form "
+                         f"'{workload}{SEP}NAME' (Batsim aborts on it)", where)
+    return sid, parts[1]
+
+
+def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str) -> Job:
+    """Validate one job JSON object (static or dynamically registered)."""
+    if not isinstance(data, dict):
+        raise InputError("a job is not a JSON object", where)
+    if "id" not in data:
+        raise InputError("a job has no 'id'", where)
+    full_id, name = split_job_id(data["id"], workload, where)
+    ctx = f"job {full_id}: "
+    sub = data.get("subtime")
+    if not _is_number(sub):
+        raise InputError(ctx + f"'subtime' must be a number (got {sub!r})", where)
+    res = data.get("res")
+    if not isinstance(res, int) or isinstance(res, bool) or res < 0:
+        raise InputError(ctx + f"'res' must be a JSON integer >= 0 (got {res!r})", where)
+    wall = data.get("walltime", -1)
+    if not _is_number(wall) or (wall <= 0 and wall != -1):
+        raise InputError(ctx + f"'walltime' must be -1 or > 0 (got {wall!r})", where)
+    pname = data.get("profile")
+    if not isinstance(pname, str):
+        raise InputError(ctx + "'profile' must be a string", where)
+    if pname not in profiles:
+        raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
+    js = dict(data)
+    js["id"] = full_id
+    return Job(full_id, workload, name, float(sub), res, float(wall), profiles[pname], js)
+
+
+def load_workload(path: str | Path, name: str) -> Workload:
+    """Load ``path`` as Batsim workload ``name`` (w0, w1, …), with Batsim's checks."""
+    p = Path(path)
+    where = str(path)
+    try:
+        with open(p, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise InputError("workload file not found", where) from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", where, err.lineno) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read workload: {err}", where) from None
+    if not isinstance(data, dict):
+        raise InputError("a workload must be a JSON object", where)
+    for key in ("nb_res", "jobs", "profiles"):
+        if key not in data:
+            raise InputError(f"workload has no '{key}' member (Batsim requires it)", where)
+    nb_res = data["nb_res"]
+    if not isinstance(nb_res, int) or isinstance(nb_res, bool) or nb_res <= 0:
+        raise InputError(f"'nb_res' must be a JSON integer > 0 (got {nb_res!r})", where)
+    if not isinstance(data["jobs"], list) or not isinstance(data["profiles"], dict):
+        raise InputError("'jobs' must be an array and 'profiles' an object", where)
+    raw_profiles = data["profiles"]
+    used = {j.get("profile") for j in data["jobs"] if isinstance(j, dict)}
+    # Batsim drops, at load time, the profiles that no static job references.
+    profiles = {n: parse_profile(n, raw_profiles[n], where) for n in raw_profiles if n in used}
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    for raw in data["jobs"]:
+        job = parse_job(raw, name, profiles, where)
+        if job.id in seen:
+            raise InputError(f"duplicate job id '{job.id}'", where)
+        seen.add(job.id)
+        jobs.append(job)
+    return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value))
