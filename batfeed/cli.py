@@ -1,0 +1,170 @@
+"""The ``batfeed`` command line.  Errors print one line and exit 1 (usage errors exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from batfeed.errors import BatfeedError
+
+DEFAULT_SOCKET = "tcp://localhost:28000"
+
+
+def _json_arg(text: str | None, what: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BatfeedError(f"{what} is not valid JSON ({err.msg} at column {err.colno}): {text}") from None
+    if not isinstance(value, dict):
+        raise BatfeedError(f"{what} must be a JSON object, got: {text}")
+    return value
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from batfeed.runner import run_simulation
+
+    result = run_simulation(
+        args.platform, args.workload, scheduler=args.scheduler,
+        options=_json_arg(args.options, "--options"), events=args.events or [], export=args.export,
+        transport=args.transport, socket=args.socket, progress=not args.no_progress,
+        dynamic=args.enable_dynamic_jobs, ack=args.acknowledge_dynamic_jobs,
+        profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
+        forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
+        master_host=args.master_host, mmax=args.mmax)
+    c = result.counts
+    killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
+    print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages)")
+    print(f"jobs: submitted={c['submitted']} = completed={c['completed_successfully']} + "
+          f"rejected={c['rejected']} + killed/failed={killed}")
+    print(f"wrote {result.jobs_csv} and {result.schedule_csv}")
+    return 0
+
+
+def cmd_schedule(args: argparse.Namespace) -> int:
+    from batsim.tools.launcher import launch_scheduler
+
+    from batfeed.registry import make_scheduler
+
+    scheduler = make_scheduler(args.name, _json_arg(args.options, "--options"))
+    return launch_scheduler(scheduler, args.socket, None, scheduler.options, -1, False)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    if args.format != "swf":
+        raise BatfeedError(f"converter '{args.format}' is not available yet (available: swf)")
+    from batfeed.adapters.swf import convert_swf, format_report
+
+    result = convert_swf(args.input, args.output, strict=args.strict)
+    print(format_report(result.report))
+    print(f"wrote {result.workload_path}, {result.platform_path}, {result.report_path}")
+    return 0
+
+
+def cmd_metrics(args: argparse.Namespace) -> int:
+    from batfeed.metrics import compute_metrics, format_metrics
+
+    metrics = compute_metrics(args.jobs_csv, tau=args.tau, nb_resources=args.nb_resources)
+    print(json.dumps(metrics, indent=2) if args.json else format_metrics(metrics))
+    return 0
+
+
+def cmd_platform(args: argparse.Namespace) -> int:
+    from batfeed.platforms.generate import write_homogeneous_platform
+
+    try:
+        path = write_homogeneous_platform(args.output, args.hosts, cores=args.cores, speed=args.speed)
+    except ValueError as err:
+        raise BatfeedError(str(err)) from None
+    print(f"wrote {path} ({args.hosts} hosts)")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from batfeed.demo import run_demo
+
+    return run_demo(Path(args.out), jobs=args.jobs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="batfeed", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("simulate", help="simulate Batsim inputs on the embedded engine")
+    s.add_argument("platform")
+    s.add_argument("workload", nargs="+", help="workload JSON files (w0, w1, ...)")
+    s.add_argument("--events", action="append", metavar="FILE", help="external events file (repeatable)")
+    s.add_argument("--scheduler", help="fcfs, module:Class, a .py file or a pybatsim scheduler name")
+    s.add_argument("--options", help="scheduler options as a JSON object")
+    s.add_argument("--export", required=True, metavar="PREFIX", help="writes PREFIX_jobs.csv, PREFIX_schedule.csv")
+    s.add_argument("--transport", choices=["inprocess", "zmq"], default="inprocess",
+                   help="inprocess (default) or zmq: with --scheduler, start it in a subprocess and "
+                        "talk ZeroMQ; without, connect to a scheduler already listening at --socket")
+    s.add_argument("--socket", default=DEFAULT_SOCKET, help=f"ZeroMQ endpoint (default {DEFAULT_SOCKET})")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--enable-dynamic-jobs", action="store_true")
+    s.add_argument("--acknowledge-dynamic-jobs", action="store_true")
+    s.add_argument("--enable-profile-reuse", action="store_true")
+    s.add_argument("--forward-profiles-on-submission", action="store_true")
+    s.add_argument("--forward-unknown-events", action="store_true")
+    s.add_argument("--sched-cfg", help="string forwarded in SIMULATION_BEGINS config.sched-config")
+    s.add_argument("--master-host", default="master_host")
+    s.add_argument("--mmax", type=int, help="keep only the first N compute machines")
+    s.set_defaults(func=cmd_simulate)
+
+    s = sub.add_parser("schedule", help="run a scheduler for a real Batsim (REP socket, no receive timeout)")
+    s.add_argument("name")
+    s.add_argument("--socket", default="tcp://*:28000", help="endpoint to bind (default tcp://*:28000)")
+    s.add_argument("--options", help="scheduler options as a JSON object")
+    s.set_defaults(func=cmd_schedule)
+
+    s = sub.add_parser("convert", help="convert a trace to Batsim inputs")
+    s.add_argument("format", help="swf")
+    s.add_argument("input")
+    s.add_argument("-o", "--output", required=True, metavar="DIR")
+    s.add_argument("--strict", action="store_true", help="fail on the first bad record (default: skip and count)")
+    s.set_defaults(func=cmd_convert)
+
+    s = sub.add_parser("metrics", help="metrics of a PREFIX_jobs.csv")
+    s.add_argument("jobs_csv")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--tau", type=float, default=10.0, help="bounded-slowdown threshold in s (default 10)")
+    s.add_argument("--nb-resources", type=int, help="machine size for utilisation (default: inferred)")
+    s.set_defaults(func=cmd_metrics)
+
+    s = sub.add_parser("platform", help="generate a homogeneous cluster platform XML")
+    s.add_argument("hosts", type=int)
+    s.add_argument("-o", "--output", required=True)
+    s.add_argument("--cores", type=int, default=1)
+    s.add_argument("--speed", default="1Gf")
+    s.set_defaults(func=cmd_platform)
+
+    s = sub.add_parser("demo", help="convert KTH-SP2 and simulate it with FCFS (the README demo)")
+    s.add_argument("--out", default="runs/demo")
+    s.add_argument("--jobs", type=int, help="only the first N jobs (default: the whole trace)")
+    s.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "command", None) == "simulate" and not args.scheduler and args.transport == "inprocess":
+        print("batfeed simulate: error: --scheduler is required (unless --transport zmq connects to a "
+              "running scheduler)", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except BatfeedError as err:
+        print(f"batfeed {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("batfeed: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""Scheduler names -> pybatsim ``BatsimScheduler`` instances.
+
+A name is one of batfeed's schedulers (``fcfs`` …), ``module:Class``, a file path
+(``path/to/mySched.py`` -> class ``MySched``, pybatsim's convention) or the name of a scheduler
+shipped with pybatsim (``schedFcfs``, ``fillerSched`` …).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from batfeed.errors import BatfeedError
+
+BUILTIN = {
+    "fcfs": "batfeed.schedulers.fcfs:Fcfs",
+}
+
+
+def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
+    options = dict(options or {})
+    target = BUILTIN.get(name.lower(), name)
+    if ":" in target and "/" not in target:
+        module_name, _, cls_name = target.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module_name), cls_name)
+        except (ImportError, AttributeError) as err:
+            raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None
+        return cls(options)
+    from batsim.tools.launcher import instanciate_scheduler
+    try:
+        return instanciate_scheduler(target, options)
+    except SystemExit:
+        raise BatfeedError(f"no scheduler named '{name}' (batfeed: {', '.join(sorted(BUILTIN))}; or a file "
+                           "path, module:Class, or a pybatsim scheduler name)") from None
+    except (ImportError, FileNotFoundError) as err:
+        raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None

@@ -1,0 +1,84 @@
+"""Run one simulation from the CLI or a script: inputs, scheduler, transport, progress bar."""
+
+from __future__ import annotations
+
+import os
+import socket as pysocket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from batfeed.engine import EngineConfig, SimulationResult, load_simulation
+from batfeed.engine.transport import InProcessTransport, ZmqTransport
+from batfeed.errors import BatfeedError
+from batfeed.registry import make_scheduler
+
+
+def free_tcp_port() -> int:
+    with closing(pysocket.socket(pysocket.AF_INET, pysocket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch_scheduler_process(name: str, options: dict[str, Any], port: int) -> subprocess.Popen[bytes]:
+    """Start ``batfeed schedule NAME`` bound to ``tcp://127.0.0.1:PORT`` in a subprocess."""
+    import json
+    cmd = [sys.executable, "-m", "batfeed.cli", "schedule", name, "--socket", f"tcp://127.0.0.1:{port}",
+           "--options", json.dumps(options)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, scheduler: str | None = None,
+                   options: dict[str, Any] | None = None, events: Sequence[str | Path] = (),
+                   export: str | Path | None = None, transport: str = "inprocess",
+                   socket: str = "tcp://localhost:28000", progress: bool = False, dynamic: bool = False,
+                   ack: bool = False, profile_reuse: bool = False, forward_profiles: bool = False,
+                   forward_unknown: bool = False, sched_config: str = "", master_host: str = "master_host",
+                   mmax: int | None = None, timeout_s: float | None = None) -> SimulationResult:
+    config = EngineConfig(enable_dynamic_jobs=dynamic, acknowledge_dynamic_jobs=ack,
+                          enable_profile_reuse=profile_reuse, forward_profiles_on_submission=forward_profiles,
+                          forward_unknown_events=forward_unknown, sched_config=sched_config)
+    sim = load_simulation(platform, workloads, events, config, master_host, mmax)
+    bar = None
+    if progress and len(sim.statics) >= 5000:
+        from tqdm import tqdm
+        bar = tqdm(total=len(sim.statics), unit="job", desc="simulating", disable=None, leave=False)
+
+        def on_progress(done: int, total: int) -> None:
+            bar.update(done - bar.n)
+        sim.on_progress = on_progress
+    proc = None
+    try:
+        if transport == "inprocess":
+            if scheduler is None:
+                raise BatfeedError("the in-process transport needs a scheduler name")
+            link: Any = InProcessTransport(make_scheduler(scheduler, options))
+        elif transport == "zmq":
+            if scheduler is not None:
+                port = free_tcp_port()
+                proc = launch_scheduler_process(scheduler, options or {}, port)
+                socket = f"tcp://127.0.0.1:{port}"
+            link = ZmqTransport(socket, timeout_s)
+        else:
+            raise BatfeedError(f"unknown transport '{transport}' (inprocess or zmq)")
+        result = sim.run(link, export)
+    finally:
+        if bar is not None:
+            bar.close()
+        if proc is not None:
+            _reap(proc)
+    return result
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 10
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
