@@ -7,7 +7,7 @@ import socket as pysocket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,11 @@ def free_tcp_port() -> int:
 def launch_scheduler_process(name: str, options: dict[str, Any], port: int) -> subprocess.Popen[bytes]:
     """Start ``batfeed schedule NAME`` bound to ``tcp://127.0.0.1:PORT`` in a subprocess."""
     import json
-    cmd = [sys.executable, "-m", "batfeed.cli", "schedule", name, "--socket", f"tcp://127.0.0.1:{port}",
+    # -P: do not put the cwd on sys.path (a repo checkout has a `schedulers/` folder that would
+    # shadow pybatsim's own `schedulers` package)
+    if Path(name).suffix == ".py" and Path(name).exists():
+        name = str(Path(name).resolve())
+    cmd = [sys.executable, "-P", "-m", "batfeed.cli", "schedule", name, "--socket", f"tcp://127.0.0.1:{port}",
            "--options", json.dumps(options)]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -59,11 +63,13 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                 raise BatfeedError("the in-process transport needs a scheduler name")
             link: Any = InProcessTransport(make_scheduler(scheduler, options))
         elif transport == "zmq":
+            check = None
             if scheduler is not None:
                 port = free_tcp_port()
                 proc = launch_scheduler_process(scheduler, options or {}, port)
                 socket = f"tcp://127.0.0.1:{port}"
-            link = ZmqTransport(socket, timeout_s)
+                check = _alive_checker(proc, scheduler)
+            link = ZmqTransport(socket, timeout_s, check)
         else:
             raise BatfeedError(f"unknown transport '{transport}' (inprocess or zmq)")
         result = sim.run(link, export)
@@ -73,6 +79,15 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         if proc is not None:
             _reap(proc)
     return result
+
+
+def _alive_checker(proc: subprocess.Popen[bytes], name: str) -> Callable[[], None]:
+    def check() -> None:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+            tail = err[-1] if err else "no error output"
+            raise BatfeedError(f"scheduler '{name}' exited (code {proc.returncode}) without answering: {tail}")
+    return check
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:

@@ -22,7 +22,14 @@ class Machines:
         self.unavail: list[bool] = [False] * n
         self.last: list[float] = [0.0] * n      # date of the last state change
         self.nb_unavailable = 0
+        self.nb_computing = 0          # machines in the COMPUTING state (not unavailable)
         self.time = {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
+        # _machine_states.csv rows (time, nb_idle, nb_computing), one after each change
+        self.trace: list[tuple[float, int, int]] = [(0.0, n, 0)]
+
+    def _trace(self, t: float) -> None:
+        n = len(self.owner)
+        self.trace.append((t, n - self.nb_unavailable - self.nb_computing, self.nb_computing))
 
     def __len__(self) -> int:
         return len(self.owner)
@@ -54,7 +61,9 @@ class Machines:
             spent += t * n - sum(last[a:b + 1])
             owner[a:b + 1] = [job] * n
             last[a:b + 1] = [t] * n
+            self.nb_computing += n
         self.time[IDLE] += spent
+        self._trace(t)
 
     def end(self, ivs: list[tuple[int, int]], t: float) -> None:
         """The job on ``ivs`` ends: its machines become idle (unavailable ones stay so)."""
@@ -66,20 +75,26 @@ class Machines:
             if self.first_unavailable(a, b) is None:
                 spent += t * n - sum(last[a:b + 1])
                 last[a:b + 1] = [t] * n
+                self.nb_computing -= n
             else:
                 for m in range(a, b + 1):
                     if not self.unavail[m]:
                         spent += t - last[m]
                         last[m] = t
+                        self.nb_computing -= 1
         self.time[COMPUTING] += spent
+        self._trace(t)
 
     def set_unavailable(self, ivs: list[tuple[int, int]], t: float) -> None:
         for a, b in ivs:
             for m in range(a, b + 1):
-                self.time[self.state(m)] += t - self.last[m]
+                state = self.state(m)
+                self.time[state] += t - self.last[m]
                 self.last[m] = t
                 self.unavail[m] = True
                 self.nb_unavailable += 1
+                self.nb_computing -= state == COMPUTING
+        self._trace(t)
 
     def set_available(self, ivs: list[tuple[int, int]], t: float) -> None:
         for a, b in ivs:
@@ -88,3 +103,11 @@ class Machines:
                 self.last[m] = t
                 self.unavail[m] = False
                 self.nb_unavailable -= 1
+                self.nb_computing += self.owner[m] is not None
+        self._trace(t)
+
+    def write_states_csv(self, path: str) -> None:
+        """``PREFIX_machine_states.csv``; times printed with ``%g`` like Batsim."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing\n")
+            fh.writelines(f"{t:g},0,0,0,{idle},{comp}\n" for t, idle, comp in self.trace)

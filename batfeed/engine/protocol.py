@@ -162,7 +162,7 @@ class DecisionsMixin:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {down} ('{m.names[down]}') is unavailable "
                                     "(Batsim aborts)")
         c = self.clock
-        duration = job.profile.duration(n, self.speed[ivs[0][0]])
+        duration = job.profile.duration(n, self._slowest(ivs))
         if 0 < job.walltime <= duration:
             end, state, rc = c + job.walltime, WALLTIME, -1
         else:
@@ -209,7 +209,7 @@ class DecisionsMixin:
         for job in to_kill:
             if job.state == RUNNING:
                 done = self.clock - job.start
-                total = job.profile.duration(intervals.size(job.intervals), self.speed[job.intervals[0][0]]) \
+                total = job.profile.duration(intervals.size(job.intervals), self._slowest(job.intervals)) \
                     if job.intervals else 0.0
                 progress[job.id] = {"profile_name": job.profile.name,
                                     "progress": min(1.0, done / total) if total > 0 else 1.0}
@@ -317,6 +317,12 @@ class DecisionsMixin:
 
     def _ignored(self: Simulator, data: dict[str, Any]) -> None:
         """ANSWER / TO_JOB_MSG: accepted; no modelled profile reads them."""
+
+    def _slowest(self: Simulator, ivs: list[tuple[int, int]]) -> float:
+        """A parallel task ends with its slowest host (SimGrid ptask)."""
+        if self.homogeneous:
+            return self.speed[0]
+        return min(min(self.speed[a:b + 1]) for a, b in ivs)
 
     def _job(self: Simulator, data: dict[str, Any], what: str) -> Job:
         jid = data.get("job_id")

@@ -77,6 +77,7 @@ class Simulator(DecisionsMixin):
         self.workloads: dict[str, Workload] = {w.name: w for w in workloads}
         self.machines = Machines([h.name for h in platform.compute])
         self.speed = [h.speed for h in platform.compute]
+        self.homogeneous = len(set(self.speed)) <= 1
         self.clock = 0.0
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
@@ -311,4 +312,5 @@ class Simulator(DecisionsMixin):
             jobs_csv, schedule_csv = Path(prefix + "_jobs.csv"), Path(prefix + "_schedule.csv")
             t.write_jobs_csv(jobs_csv)
             t.write_schedule_csv(schedule_csv, schedule)
+            self.machines.write_states_csv(prefix + "_machine_states.csv")
         return SimulationResult(jobs_csv, schedule_csv, counts, schedule, self.clock, wall, self.messages, t)

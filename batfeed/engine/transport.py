@@ -9,6 +9,7 @@ scheduler bound at an endpoint (``tcp://localhost:28000`` by default), exactly l
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import zmq
@@ -96,24 +97,32 @@ def _make_batsim(scheduler: Any, box: _Mailbox) -> Any:
 
 
 class ZmqTransport:
-    """Batsim's side of the REQ/REP socket: connects to the scheduler's endpoint."""
+    """Batsim's side of the REQ/REP socket: connects to the scheduler's endpoint.
 
-    def __init__(self, endpoint: str = "tcp://localhost:28000", timeout_s: float | None = None):
+    Like Batsim it waits for answers without limit, unless ``timeout_s`` is given; ``check_alive``
+    (called about twice a second while waiting) raises when a scheduler process has died.
+    """
+
+    def __init__(self, endpoint: str = "tcp://localhost:28000", timeout_s: float | None = None,
+                 check_alive: Callable[[], None] | None = None):
         self.endpoint = endpoint
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.REQ)
         self.socket.setsockopt(zmq.LINGER, 0)
-        if timeout_s is not None:
-            self.socket.setsockopt(zmq.RCVTIMEO, int(timeout_s * 1000))
         self.timeout_s = timeout_s
+        self.check_alive = check_alive
         self.socket.connect(endpoint)
 
     def exchange(self, message: dict[str, Any]) -> dict[str, Any]:
         self.socket.send_string(json.dumps(message))
-        try:
-            text = self.socket.recv_string()
-        except zmq.Again:
-            raise BatfeedError(f"no answer from the scheduler at {self.endpoint} within {self.timeout_s} s") from None
+        waited = 0.0
+        while not self.socket.poll(500 if self.check_alive else None if self.timeout_s is None else 500):
+            waited += 0.5
+            if self.check_alive is not None:
+                self.check_alive()
+            if self.timeout_s is not None and waited >= self.timeout_s:
+                raise BatfeedError(f"no answer from the scheduler at {self.endpoint} within {self.timeout_s} s")
+        text = self.socket.recv_string()
         try:
             return json.loads(text)
         except json.JSONDecodeError as err:

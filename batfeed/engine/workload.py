@@ -125,6 +125,9 @@ def split_job_id(raw: Any, workload: str, where: str) -> tuple[str, str]:
         raise InputError(f"job id {raw!r} must be a string or an integer", where)
     sid = str(raw)
     if workload not in sid:
+        if SEP in sid:
+            raise InputError(f"job id '{sid}' contains '{SEP}' but not the workload name '{workload}' "
+                             "(Batsim aborts; never use '!' in job names)", where)
         return f"{workload}{SEP}{sid}", sid
     parts = sid.split(SEP)
     if len(parts) != 2 or parts[0] != workload or not parts[1]:
@@ -183,10 +186,8 @@ def load_workload(path: str | Path, name: str) -> Workload:
         raise InputError(f"'nb_res' must be a JSON integer > 0 (got {nb_res!r})", where)
     if not isinstance(data["jobs"], list) or not isinstance(data["profiles"], dict):
         raise InputError("'jobs' must be an array and 'profiles' an object", where)
-    raw_profiles = data["profiles"]
-    used = {j.get("profile") for j in data["jobs"] if isinstance(j, dict)}
-    # Batsim drops, at load time, the profiles that no static job references.
-    profiles = {n: parse_profile(n, raw_profiles[n], where) for n in raw_profiles if n in used}
+    # Batsim checks every profile, then drops the ones that no static job references.
+    profiles = {n: parse_profile(n, p, where) for n, p in data["profiles"].items()}
     jobs: list[Job] = []
     seen: set[str] = set()
     for raw in data["jobs"]:
@@ -195,6 +196,8 @@ def load_workload(path: str | Path, name: str) -> Workload:
             raise InputError(f"duplicate job id '{job.id}'", where)
         seen.add(job.id)
         jobs.append(job)
+    used = {j.profile.name for j in jobs}
+    profiles = {n: prof for n, prof in profiles.items() if n in used}
     return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
 
 
