@@ -34,6 +34,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from batfeed.adapters.swf import convert_swf
+
     from batfeed.runner import run_simulation
 
     rows = []
