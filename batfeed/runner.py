@@ -6,6 +6,7 @@ import os
 import socket as pysocket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
@@ -33,8 +34,11 @@ def launch_scheduler_process(name: str, options: dict[str, Any], port: int) -> s
         name = str(Path(name).resolve())
     cmd = [sys.executable, "-P", "-m", "batfeed.cli", "schedule", name, "--socket", f"tcp://127.0.0.1:{port}",
            "--options", json.dumps(options)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    # stderr goes to a file, not a pipe: a pipe nobody reads blocks a chatty scheduler after 64 KiB
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc.stderr = log  # type: ignore[assignment]  # read back by _alive_checker
+    return proc
 
 
 def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, scheduler: str | None = None,
@@ -84,7 +88,10 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
 def _alive_checker(proc: subprocess.Popen[bytes], name: str) -> Callable[[], None]:
     def check() -> None:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace").strip().splitlines() if proc.stderr else []
+            err = []
+            if proc.stderr is not None:
+                proc.stderr.seek(0)
+                err = proc.stderr.read().decode(errors="replace").strip().splitlines()
             tail = err[-1] if err else "no error output"
             raise BatfeedError(f"scheduler '{name}' exited (code {proc.returncode}) without answering: {tail}")
     return check
@@ -97,3 +104,5 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         proc.kill()
         proc.wait()
+    if proc.stderr is not None:
+        proc.stderr.close()
