@@ -7,6 +7,10 @@ KTH-SP2 ships in data/swf; CEA-Curie is read from ../shared/data/swf (skipped wh
 Prints, per run: jobs, simulation wall time, jobs/s, messages/s, the share of time spent in the
 scheduler (pybatsim + FCFS) vs the engine, and the ratio to the issue's target (< 1 = met).
 Conversion (SWF -> JSON + platform XML) is done once and not timed.
+
+``--floor`` also measures pybatsim's own floor: the exact message stream of the in-process run is
+replayed into pybatsim's unmodified ``Batsim`` class driving a scheduler whose callbacks do
+nothing, with no engine at all.  No in-process run can be faster than that floor.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", nargs="+", default=list(TRACES), choices=list(TRACES))
     ap.add_argument("--transports", nargs="+", default=["inprocess", "zmq"], choices=["inprocess", "zmq"])
+    ap.add_argument("--floor", action="store_true", help="also time pybatsim alone on the same messages")
     ap.add_argument("--workdir", help="keep converted inputs here (default: a temporary directory)")
     args = ap.parse_args()
 
@@ -37,7 +42,7 @@ def main() -> int:
 
     from batfeed.runner import run_simulation
 
-    rows = []
+    rows, floors = [], []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(args.workdir or tmp)
         for name in args.traces:
@@ -58,6 +63,10 @@ def main() -> int:
                 rows.append((name, transport, jobs, r.wall_time, jobs / r.wall_time, r.messages / r.wall_time,
                              sched / r.wall_time, target, ratio))
                 print(f"  {transport:9s} {r.wall_time:8.2f} s", flush=True)
+            if args.floor:
+                floor, nmsg = pybatsim_floor(conv.platform_path, conv.workload_path)
+                floors.append((name, nmsg, floor, target))
+                print(f"  pybatsim floor {floor:8.2f} s ({nmsg} messages, no-op scheduler, no engine)", flush=True)
 
     print()
     print(f"{'trace':6s} {'transport':9s} {'jobs':>7s} {'wall s':>8s} {'jobs/s':>8s} {'msgs/s':>8s} "
@@ -68,7 +77,49 @@ def main() -> int:
               f"{target:8.1f} {rt}")
     print("wall/target < 1 means the target is met (targets apply to the in-process transport; "
           "sched% = time inside the scheduler: pybatsim + FCFS).")
+    for name, nmsg, floor, target in floors:
+        print(f"pybatsim floor {name}: {floor:.2f} s for {nmsg} messages = {floor / target:.2f} x the "
+              f"{target:g} s target, before any engine or scheduler work")
     return 0
+
+
+def pybatsim_floor(platform: Path, workload: Path) -> tuple[float, int]:
+    """Seconds pybatsim's own Batsim class needs for the run's messages with a do-nothing scheduler."""
+    from batsim.batsim import BatsimScheduler
+
+    from batfeed.engine import load_simulation
+    from batfeed.engine.transport import InProcessTransport, _Message
+    from batfeed.registry import make_scheduler
+
+    class Recorder(InProcessTransport):
+        def __init__(self, scheduler):
+            super().__init__(scheduler)
+            self.messages: list[dict] = []
+
+        def exchange(self, message):
+            self.messages.append(message)
+            return super().exchange(message)
+
+    class Noop(BatsimScheduler):
+        def onSimulationBegins(self): pass
+        def onSimulationEnds(self): pass
+        def onJobSubmission(self, job): pass
+        def onJobCompletion(self, job): pass
+        def onJobsKilled(self, jobs): pass
+        def onNoMoreJobsInWorkloads(self): pass
+        def onNoMoreExternalEvents(self): pass
+        def onRequestedCall(self): pass
+        def onNoMoreEvents(self): pass
+
+    rec = Recorder(make_scheduler("fcfs", None))
+    load_simulation(platform, [workload]).run(rec)
+    replay = InProcessTransport(Noop({}))
+    msgs = [_Message(m) for m in rec.messages]
+    del rec
+    t0 = time.perf_counter()
+    for m in msgs:
+        replay.exchange(m)
+    return time.perf_counter() - t0, len(msgs)
 
 
 if __name__ == "__main__":

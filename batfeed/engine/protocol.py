@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from batfeed.engine.simulator import Simulator
 
 _NUM = (int, float)
+_NO_EXTRA: frozenset[str] = frozenset()
+# alloc strings already parsed -> (intervals, Batsim's hyphen form, size); the lists are never mutated
+_ALLOCS: dict[str, tuple[list[tuple[int, int]], str, int]] = {}
 # heap priorities of same-instant happenings (external events and static submissions use lists)
 P_END, P_CALL, P_REPLY, P_READY = 0, 3, 4, 5
 
@@ -119,7 +122,7 @@ class DecisionsMixin:
     # ------------------------------------------------------------------ decisions
     def _execute_job(self: Simulator, data: dict[str, Any]) -> None:
         job = self._job(data, "EXECUTE_JOB")
-        extra = set() if len(data) == 2 else set(data) - {"job_id", "alloc"}
+        extra = _NO_EXTRA if len(data) == 2 else set(data) - {"job_id", "alloc"}
         if "alloc" not in data or len(extra) > 1 or not extra <= {"mapping", "storage_mapping", "additional_io_job"}:
             raise ProtocolError(f"EXECUTE_JOB {job.id}: data must have 'job_id', 'alloc' and at most one of "
                                 f"mapping/storage_mapping/additional_io_job (got {sorted(data)})")
@@ -129,17 +132,24 @@ class DecisionsMixin:
         if job.state != SUBMITTED:
             raise ProtocolError(f"EXECUTE_JOB {job.id}: the job is {job.state}; only a SUBMITTED job can be "
                                 "executed (Batsim aborts)")
-        try:
-            ivs = intervals.parse(data["alloc"]) if isinstance(data["alloc"], str) else None
-        except ValueError:
-            ivs = None
+        alloc = data["alloc"]
+        cached = _ALLOCS.get(alloc) if isinstance(alloc, str) else None
+        if cached is None:
+            try:
+                ivs = intervals.parse(alloc) if isinstance(alloc, str) else None
+            except ValueError:
+                ivs = None
+            if ivs and len(_ALLOCS) < 1 << 16:
+                _ALLOCS[alloc] = (ivs, intervals.format_hyphen(ivs), intervals.size(ivs))
+        else:
+            ivs = cached[0]
         if not ivs:
             raise ProtocolError(f"EXECUTE_JOB {job.id}: alloc {data['alloc']!r} is not a non-empty interval set")
         m = self.machines
         if ivs[-1][1] >= len(m):
             raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {ivs[-1][1]} does not exist (compute machines "
                                 f"are 0-{len(m) - 1})")
-        n = intervals.size(ivs)
+        n = cached[2] if cached else intervals.size(ivs)
         mapping = data.get("mapping")
         if job.profile.type != "parallel_homogeneous_total":
             if mapping is not None:
@@ -155,8 +165,10 @@ class DecisionsMixin:
         for a, b in ivs:
             busy = m.first_busy(a, b)
             if busy is not None:
+                holder = next((j.id for j in self.jobs.values() if j.state == RUNNING
+                               and any(x <= busy <= y for x, y in j.intervals)), "?")
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {busy} ('{m.names[busy]}') is already "
-                                    f"computing job {m.owner[busy].id} (no compute sharing; Batsim aborts)")
+                                    f"computing job {holder} (no compute sharing; Batsim aborts)")
             down = m.first_unavailable(a, b)
             if down is not None:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {down} ('{m.names[down]}') is unavailable "
@@ -169,7 +181,7 @@ class DecisionsMixin:
             end = c + duration
             state, rc = (SUCCESS, 0) if job.profile.ret == 0 else (FAILED, job.profile.ret)
         job.state, job.start = RUNNING, c
-        job.intervals, job.alloc = ivs, intervals.format_hyphen(ivs)
+        job.intervals, job.alloc = ivs, cached[1] if cached else intervals.format_hyphen(ivs)
         self.nb_running += 1
         m.start(job, ivs, c)
         self.seq += 1
