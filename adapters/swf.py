@@ -263,12 +263,15 @@ def convert_swf(
     profiles: str = "runtime",
     nb_res: int | None = None,
     size_from: str = "procs",
+    extra_drop: Callable[[SwfRecord, int], tuple[str, str] | None] | None = None,
 ) -> ConversionResult:
     """Convert an SWF trace into ``<stem>.json``, ``<stem>_platform.xml`` and ``<stem>_report.json``.
 
     ``profiles``: "runtime" (one delay profile per distinct run time) or "job" (one per job).
     Platform size: ``nb_res``, else header MaxProcs/MaxNodes (``size_from`` "procs"/"nodes"), else
     the largest job.  ``strict`` raises :class:`InputError` on the first corrupt or dropped record.
+    ``extra_drop(record, platform_size)`` adds a study's own cleaning rules: it returns ``(reason,
+    message)`` to drop a record (counted in the report under ``reason``) or None to keep it.
     """
     if profiles not in PROFILE_MODES:
         raise ValueError(f"profiles must be one of {PROFILE_MODES}, not {profiles!r}")
@@ -305,7 +308,7 @@ def convert_swf(
                 raise item
             tally.drop("corrupt_line", item.line or 0, item.job)
             continue
-        if found := _drop_reason(item, size, kept_lines):
+        if found := _drop_reason(item, size, kept_lines) or (extra_drop and extra_drop(item, size)):
             reason, message = found
             if strict:
                 raise InputError(f"job {item.job_id}: {message}", name, item.line)
