@@ -1,38 +1,44 @@
-"""SWF (Standard Workload Format 2.2) -> Batsim workload converter.
+"""SWF (Standard Workload Format 2.2) -> Batsim workload converter (trace-formats.md §1).
 
-``read_swf`` parses a trace (plain or gzip); ``convert_swf`` writes a Batsim delay-profile workload,
-a homogeneous platform and a cleaning report (every dropped or modified job counted under a reason).
+``read_swf`` parses a trace (plain, gzip or xz): its ``; Key: value`` header and the 18 fields of
+each job (optionally extra columns: Alea's extended SWF, 19-column ALCF exports).
+``convert_swf`` writes a Batsim delay-profile workload, a platform and a cleaning report (every
+dropped or modified job counted under a reason); its options are :class:`ConvertOptions`'.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import operator
 import re
-import zlib
-from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from batfeed.adapters.common import (
+    BadRecord,
+    ConvertOptions,
+    TraceJob,
+    clean_jobs,
+    job_res,
+    open_text,
+    read_lines,
+    scale_size,
+    trace_stem,
+    write_workload,
+)
+from batfeed.adapters.report import FIRST_DROPPED_MAX, format_report, write_report
 
 from batfeed.errors import InputError
 
-__all__ = [
-    "ConversionResult",
-    "CorruptLine",
-    "SwfRecord",
-    "convert_swf",
-    "format_report",
-    "read_swf",
-]
+__all__ = ["ConversionResult", "CorruptLine", "SwfRecord", "convert_swf", "format_report", "read_machines",
+           "read_swf", "FIRST_DROPPED_MAX"]
 
 NB_FIELDS = 18
-FIRST_DROPPED_MAX = 5
 PROFILE_MODES = ("runtime", "job")
 SIZE_SOURCES = {"procs": "MaxProcs", "nodes": "MaxNodes"}
+EPOCH_THRESHOLD = 315_532_800  # 1980-01-01: submit times above it (without UnixStartTime) are epochs
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 # "; Key: value" -- at most one space after ';' (continuation lines are indented further) and the
@@ -53,7 +59,7 @@ _LINE = re.compile(rf"{_NUMBER.pattern}(?: {_NUMBER.pattern})*")
 
 @dataclass(slots=True)
 class SwfRecord:
-    """One SWF data line (fields 1-18) and its 1-based line number in the file."""
+    """One SWF data line (fields 1-18), its 1-based line number and any extra columns."""
 
     line: int
     job_id: int
@@ -74,13 +80,14 @@ class SwfRecord:
     partition: int
     preceding_job: int
     think_time: float
+    extra: tuple[str, ...] = ()
 
 
-class CorruptLine(InputError):
+class CorruptLine(BadRecord):
     """A data line with the wrong number of fields or an unparsable token."""
 
     def __init__(self, message: str, path: str, line: int, job: int | None):
-        super().__init__(message, path, line)
+        InputError.__init__(self, message, path, line)
         self.job = job
 
 
@@ -95,16 +102,19 @@ class ConversionResult:
     nb_res: int
 
 
-def _parse_line(tokens: list[str], path: str, line: int) -> SwfRecord:
-    job = int(tokens[0]) if tokens and re.fullmatch(r"[+-]?\d+", tokens[0]) else None
-    if len(tokens) != NB_FIELDS:
-        raise CorruptLine(f"corrupt line: expected {NB_FIELDS} fields, found {len(tokens)}", path, line, job)
+def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfRecord:
+    job = int(tokens[0]) if tokens and re.fullmatch(r"[+-]?[0-9]+", tokens[0]) else None
+    if len(tokens) != NB_FIELDS and not (extended and len(tokens) > NB_FIELDS):
+        more = " or more" if extended else ""
+        raise CorruptLine(f"corrupt line: expected {NB_FIELDS}{more} fields, found {len(tokens)}", path, line, job)
+    extra = tuple(tokens[NB_FIELDS:])
+    tokens = tokens[:NB_FIELDS]
     if _LINE.fullmatch(" ".join(tokens)):  # fast path: one regex for the whole line
         nums: list = list(map(float, tokens))
         if all(map(math.isfinite, nums)) and all(map(float.is_integer, _int_values(nums))):
             for i in _INT_COLUMNS:
                 nums[i] = int(nums[i])
-            return SwfRecord(line, *nums)
+            return SwfRecord(line, *nums, extra)
     for i, (tok, (name, kind)) in enumerate(zip(tokens, _COLUMNS, strict=True), start=1):
         if not _NUMBER.fullmatch(tok) or not math.isfinite(num := float(tok)) or (
             kind is int and not num.is_integer()
@@ -114,55 +124,34 @@ def _parse_line(tokens: list[str], path: str, line: int) -> SwfRecord:
     raise AssertionError("unreachable")
 
 
-def _open_text(path: Path) -> TextIO:
-    try:
-        with path.open("rb") as raw:
-            magic = raw.read(2)
-        if magic == b"\x1f\x8b":
-            return gzip.open(path, "rt", encoding="utf-8", errors="replace")
-        if path.name.endswith(".gz"):
-            raise InputError("not a gzip file", str(path))
-        return path.open(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InputError("no such file", str(path)) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", str(path)) from None
-
-
 def read_swf(
-    path: str | Path, *, on_corrupt: Callable[[CorruptLine], None] | None = None
+    path: str | Path, *, on_corrupt: Callable[[CorruptLine], None] | None = None, extended: bool = False
 ) -> tuple[dict[str, str], Iterator[SwfRecord]]:
     """Read an SWF trace: its leading ``; Key: value`` header and an iterator over its data lines.
 
     Keys are kept as written; a repeated key's values are joined with newlines; indented
     continuation lines and later comments are ignored.  A corrupt line raises :class:`CorruptLine`
     unless ``on_corrupt`` is given, in which case it is passed the error and the line is skipped.
+    ``extended`` accepts lines with more than 18 fields (kept as text in ``SwfRecord.extra``).
     """
-    path = Path(path)
     name = str(path)
-    stream = _open_text(path)
+    lines = read_lines(path)
     header: dict[str, str] = {}
-    lineno = 0
-    first: str | None = None
-    try:
-        for text in stream:
-            lineno += 1
-            stripped = text.strip()
-            if not stripped:
-                continue
-            if not stripped.startswith(";"):
-                first = stripped
-                break
-            if m := _HEADER.match(stripped):
-                key, value = m.group(1), (m.group(2) or "").strip()
-                header[key] = f"{header[key]}\n{value}" if key in header else value
-    except (OSError, EOFError, zlib.error) as err:
-        stream.close()
-        raise InputError(f"cannot read: {err}", name) from None
+    first: tuple[int, str] | None = None
+    for lineno, text in lines:
+        stripped = text.strip()
+        if not stripped:
+            continue
+        if not stripped.startswith(";"):
+            first = (lineno, stripped)
+            break
+        if m := _HEADER.match(stripped):
+            key, value = m.group(1), (m.group(2) or "").strip()
+            header[key] = f"{header[key]}\n{value}" if key in header else value
 
     def parse(text: str, number: int) -> SwfRecord | None:
         try:
-            return _parse_line(text.split(), name, number)
+            return _parse_line(text.split(), name, number, extended)
         except CorruptLine as err:
             if on_corrupt is None:
                 raise
@@ -170,18 +159,12 @@ def read_swf(
             return None
 
     def records() -> Iterator[SwfRecord]:
-        nonlocal lineno
-        with stream:
-            if first is not None and (rec := parse(first, lineno)) is not None:
+        if first is not None and (rec := parse(first[1], first[0])) is not None:
+            yield rec
+        for number, text in lines:
+            stripped = text.strip()
+            if stripped and not stripped.startswith(";") and (rec := parse(stripped, number)):
                 yield rec
-            try:
-                for text in stream:
-                    lineno += 1
-                    stripped = text.strip()
-                    if stripped and not stripped.startswith(";") and (rec := parse(stripped, lineno)):
-                        yield rec
-            except (OSError, EOFError, zlib.error) as err:
-                raise InputError(f"cannot read: {err}", name, lineno + 1) from None
 
     return header, records()
 
@@ -190,69 +173,60 @@ def _header_int(header: dict[str, str], key: str) -> int | None:
     """Leading positive integer of a header value, matching the key ignoring case and blanks."""
     wanted = key.lower()
     for k, v in header.items():
-        if k.replace(" ", "").lower() == wanted and (m := re.match(r"\s*(\d+)", v)) and int(m.group(1)) > 0:
+        if k.replace(" ", "").lower() == wanted and (m := re.match(r"\s*([0-9]+)", v)) and int(m.group(1)) > 0:
             return int(m.group(1))
     return None
 
 
-def _res(rec: SwfRecord) -> int:
-    return rec.req_procs if rec.req_procs > 0 else rec.alloc_procs
+def read_machines(path: str | Path) -> list[tuple[str, int, int]]:
+    """Alea ``.machines`` file (``id name nodes cpus_per_node speed ram_kb``) -> [(name, nodes, cpus)]."""
+    clusters = []
+    for lineno, text in read_lines(path):
+        tokens = text.split()
+        if not tokens or tokens[0].startswith(("#", ";")):
+            continue
+        if len(tokens) < 4 or not (tokens[2].isascii() and tokens[2].isdigit() and tokens[3].isascii()
+                                   and tokens[3].isdigit()):
+            raise InputError("expected 'id name nodes cpus_per_node ...'", str(path), lineno)
+        clusters.append((tokens[1], int(tokens[2]), int(tokens[3])))
+    if not clusters:
+        raise InputError("no cluster in machines file", str(path))
+    return clusters
 
 
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+def _node_spec_count(spec: str) -> int:
+    """Nodes of a PBS node spec (``2:ppn=8+1:ppn=4`` -> 3, ``n01+n02`` -> 2)."""
+    total = 0
+    for chunk in spec.split("+"):
+        head = chunk.split(":")[0]
+        total += int(head) if head.isascii() and head.isdigit() else 1
+    return total
 
 
-@dataclass
-class _Tally:
-    """Counters of the cleaning report."""
-
-    dropped: Counter[str] = field(default_factory=Counter)
-    modified: Counter[str] = field(default_factory=Counter)
-    warnings: Counter[str] = field(default_factory=Counter)
-    first_dropped: dict[str, list[str]] = field(default_factory=dict)
-
-    def drop(self, reason: str, line: int, job: int | None) -> None:
-        self.dropped[reason] += 1
-        examples = self.first_dropped.setdefault(reason, [])
-        if len(examples) < FIRST_DROPPED_MAX:
-            examples.append(f"line {line}: job {job}" if job is not None else f"line {line}")
+def _no_procs(rec: SwfRecord) -> str:
+    a, r = str(rec.alloc_procs), str(rec.req_procs)
+    return f"no processors (fields 5 and 8 are {a if a == r else f'{a} and {r}'})"
 
 
-def _drop_reason(rec: SwfRecord, size: int, kept_lines: dict[int, int]) -> tuple[str, str] | None:
-    """(reason, message) if the record must be dropped, else None."""
-    res = _res(rec)
-    if res <= 0:
-        a, r = _fmt(rec.alloc_procs), _fmt(rec.req_procs)
-        values = a if a == r else f"{a} and {r}"
-        return "no_processors", f"no processors (fields 5 and 8 are {values})"
-    if res > size:
-        return "larger_than_machine", f"needs {res} processors, more than the platform's {size}"
-    if rec.run < 0:
-        return "negative_runtime", f"negative run time {_fmt(rec.run)} (field 4)"
-    if rec.job_id in kept_lines:
-        return "duplicate_id", f"duplicate job id (first kept on line {kept_lines[rec.job_id]})"
-    return None
-
-
-def _trace_stem(path: Path) -> str:
-    name = path.name
-    for suffix in (".gz", ".swf"):
-        name = name.removesuffix(suffix)
-    return name or path.name
-
-
-def _write_workload(path: Path, top: dict[str, Any], jobs: list[dict], profiles: dict[str, dict]) -> None:
-    """Write the workload JSON with one job / profile per line (diff- and grep-friendly)."""
-    with path.open("w", encoding="utf-8") as out:
-        out.write("{\n")
-        for key, value in top.items():
-            out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
-        out.write('  "jobs": [')
-        out.write(",".join(f"\n    {json.dumps(job)}" for job in jobs))
-        out.write('\n  ],\n  "profiles": {')
-        out.write(",".join(f"\n    {json.dumps(n)}: {json.dumps(p)}" for n, p in profiles.items()))
-        out.write("\n  }\n}\n")
+def _to_job(rec: SwfRecord, path: str) -> TraceJob:
+    meta: dict[str, Any] = {"swf_submit": rec.submit, "swf_wait": rec.wait, "user": rec.user, "group": rec.group,
+                            "queue": rec.queue, "partition": rec.partition, "status": rec.status,
+                            "preceding_job": rec.preceding_job, "think_time": rec.think_time}
+    nodes = -1
+    queue: Any = rec.queue
+    if rec.extra and rec.extra[0].startswith("{"):  # Alea extended SWF: {cpu node ids} queue node-spec
+        ids = rec.extra[0].strip("{}").split(",")
+        nodes = len({i for i in ids if i})
+        if len(rec.extra) >= 2:
+            queue = meta["queue_name"] = rec.extra[1]
+        if len(rec.extra) >= 3:
+            meta["node_spec"] = rec.extra[2]
+            nodes = _node_spec_count(rec.extra[2]) or nodes
+    elif rec.extra:
+        meta["swf_extra"] = list(rec.extra)
+    procs = rec.req_procs if rec.req_procs > 0 else rec.alloc_procs
+    return TraceJob(path, rec.line, rec.job_id, rec.submit, rec.run, procs=procs, nodes=nodes,
+                    walltime=rec.req_time, status=rec.status, user=rec.user, queue=queue, meta=meta, raw=rec)
 
 
 def convert_swf(
@@ -264,128 +238,78 @@ def convert_swf(
     nb_res: int | None = None,
     size_from: str = "procs",
     extra_drop: Callable[[SwfRecord, int], tuple[str, str] | None] | None = None,
+    extended: bool = False,
+    machines: str | Path | None = None,
+    name: str | None = None,
+    **options: Any,
 ) -> ConversionResult:
     """Convert an SWF trace into ``<stem>.json``, ``<stem>_platform.xml`` and ``<stem>_report.json``.
 
     ``profiles``: "runtime" (one delay profile per distinct run time) or "job" (one per job).
-    Platform size: ``nb_res``, else header MaxProcs/MaxNodes (``size_from`` "procs"/"nodes"), else
-    the largest job.  ``strict`` raises :class:`InputError` on the first corrupt or dropped record.
+    Platform size: ``nb_res``, else Alea ``machines`` file, else header MaxProcs/MaxNodes
+    (``size_from`` "procs"/"nodes"; ``unit="nodes"`` implies MaxNodes), else the largest job.
+    ``strict`` raises :class:`InputError` on the first corrupt or dropped record.
     ``extra_drop(record, platform_size)`` adds a study's own cleaning rules: it returns ``(reason,
     message)`` to drop a record (counted in the report under ``reason``) or None to keep it.
+    ``extended`` reads extra columns (Alea: queue name and node spec).  Other keywords are
+    :class:`ConvertOptions` fields (unit, procs_per_node, walltime_fallback, over_request, statuses,
+    users, window, max_jobs, speed, size_scale, zero_runtime, origin).
     """
-    if profiles not in PROFILE_MODES:
-        raise ValueError(f"profiles must be one of {PROFILE_MODES}, not {profiles!r}")
+    opts = ConvertOptions(profiles=profiles, **options)
+    opts.check()
     if size_from not in SIZE_SOURCES:
         raise ValueError(f"size_from must be one of {tuple(SIZE_SOURCES)}, not {size_from!r}")
     if nb_res is not None and nb_res <= 0:
         raise ValueError(f"nb_res must be > 0, not {nb_res}")
     trace = Path(trace)
-    name = str(trace)
+    path = str(trace)
+    open_text(trace).close()  # missing or unreadable file: error before anything else
 
-    items: list[SwfRecord | CorruptLine] = []
-    header, records = read_swf(trace, on_corrupt=items.append)
-    for rec in records:
-        items.append(rec)
+    items: list[TraceJob | BadRecord] = []
+    header, records = read_swf(trace, on_corrupt=items.append, extended=extended)
+    items.extend(_to_job(rec, path) for rec in records)
     read = len(items)
 
+    if opts.unit == "nodes":
+        size_from = "nodes"
+        if opts.procs_per_node is None and (mp := _header_int(header, "MaxProcs")) and (
+                mn := _header_int(header, "MaxNodes")):
+            opts.procs_per_node = max(1, mp // mn)
     size, size_src = nb_res, "argument"
+    if size is None and machines is not None:
+        clusters = read_machines(machines)
+        size_src = Path(machines).name
+        size = sum(n if opts.unit == "nodes" else n * c for _, n, c in clusters)
     if size is None:
         size_src = SIZE_SOURCES[size_from]
         size = _header_int(header, size_src)
     if size is None:
         size_src = "max_job"
-        size = max((_res(r) for r in items if isinstance(r, SwfRecord)), default=0)
+        size = max((job_res(r, opts) for r in items if isinstance(r, TraceJob)), default=0)
         if size <= 0:
             msg = f"no {SIZE_SOURCES[size_from]} header and no job with processors: pass nb_res"
-            raise InputError(msg, name)
+            raise InputError(msg, path)
+    size = scale_size(size, opts)
 
-    tally = _Tally()
-    kept: list[tuple[SwfRecord, float, float]] = []  # record, delay, walltime
-    kept_lines: dict[int, int] = {}
-    for item in items:
-        if isinstance(item, CorruptLine):
-            if strict:
-                raise item
-            tally.drop("corrupt_line", item.line or 0, item.job)
-            continue
-        if found := _drop_reason(item, size, kept_lines) or (extra_drop and extra_drop(item, size)):
-            reason, message = found
-            if strict:
-                raise InputError(f"job {item.job_id}: {message}", name, item.line)
-            tally.drop(reason, item.line, item.job_id)
-            continue
-        delay = item.run
-        if delay == 0:
-            delay = 1.0
-            tally.modified["zero_runtime_set_to_1s"] += 1
-        walltime = item.req_time if item.req_time > 0 else -1.0
-        if walltime < 0:
-            tally.modified["missing_request"] += 1
-        elif delay >= walltime:
-            tally.warnings["runtime_reaches_request"] += 1
-        if kept and item.submit < kept[-1][0].submit:
-            tally.warnings["submit_not_sorted"] += 1
-        kept_lines[item.job_id] = item.line
-        kept.append((item, delay, walltime))
-    assert len(kept) + sum(tally.dropped.values()) == read, "SWF report does not add up"
-
-    # Earliest kept submit: equals the first kept job's submit on (normally) sorted traces, and
-    # never yields a negative subtime on unsorted ones.
-    origin = min((rec.submit for rec, _, _ in kept), default=0.0)
-    jobs: list[dict[str, Any]] = []
-    profile_defs: dict[str, dict[str, Any]] = {}
-    for rec, delay, walltime in kept:
-        pname = f"p{rec.job_id}" if profiles == "job" else f"d{_fmt(delay)}"
-        profile_defs.setdefault(pname, {"type": "delay", "delay": float(delay)})
-        jobs.append({
-            "id": rec.job_id, "subtime": rec.submit - origin, "res": _res(rec),
-            "walltime": walltime if walltime > 0 else -1, "profile": pname,
-            "swf_submit": rec.submit, "swf_wait": rec.wait, "user": rec.user, "group": rec.group,
-            "queue": rec.queue, "partition": rec.partition, "status": rec.status,
-            "preceding_job": rec.preceding_job, "think_time": rec.think_time,
-        })
+    cleaned = clean_jobs(items, size, opts, strict=strict, extra_drop=extra_drop, no_res_message=_no_procs)
+    tally, jobs = cleaned.tally, cleaned.jobs
+    unix = _header_int(header, "UnixStartTime")
+    if unix is None and cleaned.origin > EPOCH_THRESHOLD:
+        unix = 0  # absolute epoch submit times (wagap, ALCF exports)
+    top: dict[str, Any] = {"nb_res": size, "swf_origin": cleaned.origin}
+    if unix is not None:
+        top["unix_start"] = unix + cleaned.origin
+    top["swf_header"] = header
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    stem = _trace_stem(trace)
-    workload_path = out / f"{stem}.json"
-    top = {"nb_res": size, "swf_origin": origin, "swf_header": header}
-    _write_workload(workload_path, top, jobs, profile_defs)
+    stem = name or trace_stem(trace)
+    workload_path = write_workload(out / f"{stem}.json", top, jobs, cleaned.profiles)
     # Imported lazily: reading SWF does not need the platform generator.
     from batfeed.platforms.generate import write_homogeneous_platform
 
     platform_path = Path(write_homogeneous_platform(out / f"{stem}_platform.xml", size))
-
-    report: dict[str, Any] = {
-        "input": name,
-        "read": read,
-        "kept": len(kept),
-        "dropped": dict(tally.dropped),
-        "modified": dict(tally.modified),
-        "warnings": dict(tally.warnings),
-        "nb_res": size,
-        "platform_size_from": size_src,
-        "first_dropped": tally.first_dropped,
-    }
-    report_path = out / f"{stem}_report.json"
-    report_path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    report = tally.report(path, read, len(jobs), nb_res=size, platform_size_from=size_src,
+                          options=opts.summary())
+    report_path = write_report(out / f"{stem}_report.json", report)
     return ConversionResult(workload_path, platform_path, report_path, report, size)
-
-
-def format_report(report: dict[str, Any]) -> str:
-    """Readable text table of a conversion report (for the CLI)."""
-    lines = [
-        f"input: {report['input']}",
-        f"read {report['read']} records, kept {report['kept']}; "
-        f"platform {report['nb_res']} resources (from {report['platform_size_from']})",
-    ]
-    rows = [(cat, reason, count) for cat, key in (("dropped", "dropped"), ("modified", "modified"),
-                                                    ("warning", "warnings"))
-            for reason, count in sorted(report.get(key, {}).items())]
-    if rows:
-        width = max(len("reason"), *(len(r) for _, r, _ in rows))
-        lines.append(f"{'category':<9} {'reason':<{width}} {'count':>7}")
-        lines += [f"{cat:<9} {reason:<{width}} {count:>7}" for cat, reason, count in rows]
-    for reason, examples in sorted(report.get("first_dropped", {}).items()):
-        lines.append(f"first {reason}: {', '.join(examples)}")
-    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""Cleaning report shared by every adapter (trace-formats.md, introduction: "cleaning report").
+
+Every record an adapter reads is either kept or dropped under one reason code; kept records may
+also be *modified* (e.g. a zero run time set to 1 s) or carry *warnings*.  ``kept + dropped ==
+read`` always holds (:meth:`Tally.report` asserts it).  The report is written as JSON next to the
+converted files and printed as a table by :func:`format_report`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FIRST_DROPPED_MAX", "Tally", "format_report", "write_report"]
+
+FIRST_DROPPED_MAX = 5
+
+
+@dataclass
+class Tally:
+    """Counters of a cleaning report; ``first_dropped`` keeps a few examples per reason."""
+
+    dropped: Counter[str] = field(default_factory=Counter)
+    modified: Counter[str] = field(default_factory=Counter)
+    warnings: Counter[str] = field(default_factory=Counter)
+    first_dropped: dict[str, list[str]] = field(default_factory=dict)
+    multi_file: bool = False  # examples name the file when several inputs are merged
+
+    def drop(self, reason: str, line: int | None, job: Any = None, path: str | None = None) -> None:
+        """Count one dropped record under ``reason`` (keeping its place as an example)."""
+        self.dropped[reason] += 1
+        examples = self.first_dropped.setdefault(reason, [])
+        if len(examples) < FIRST_DROPPED_MAX:
+            where = f"{Path(path).name} " if self.multi_file and path else ""
+            where += f"line {line}" if line is not None else "(no line)"
+            examples.append(f"{where}: job {job}" if job is not None else where)
+
+    def modify(self, reason: str, count: int = 1) -> None:
+        self.modified[reason] += count
+
+    def warn(self, reason: str, count: int = 1) -> None:
+        self.warnings[reason] += count
+
+    @property
+    def nb_dropped(self) -> int:
+        return sum(self.dropped.values())
+
+    def report(self, inputs: str | list[str], read: int, kept: int, **extra: Any) -> dict[str, Any]:
+        """The report dict: input(s), read, kept, dropped/modified/warnings, examples and ``extra``."""
+        assert kept + self.nb_dropped == read, (
+            f"cleaning report does not add up: kept {kept} + dropped {self.nb_dropped} != read {read}")
+        rep: dict[str, Any] = {"input": inputs, "read": read, "kept": kept,
+                               "dropped": dict(self.dropped), "modified": dict(self.modified),
+                               "warnings": dict(self.warnings)}
+        rep.update(extra)
+        rep["first_dropped"] = self.first_dropped
+        return rep
+
+
+def write_report(path: str | Path, report: dict[str, Any]) -> Path:
+    """Write ``report`` as indented JSON and return the path."""
+    path = Path(path)
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Readable text table of a cleaning report (for the CLI)."""
+    inputs = report["input"]
+    what = report.get("unit", "records")
+    lines = [f"input: {inputs if isinstance(inputs, str) else ', '.join(inputs)}"]
+    summary = f"read {report['read']} {what}, kept {report['kept']}"
+    if "nb_res" in report:
+        summary += f"; platform {report['nb_res']} resources (from {report.get('platform_size_from', '?')})"
+    lines.append(summary)
+    rows = [(cat, reason, count) for cat, key in (("dropped", "dropped"), ("modified", "modified"),
+                                                    ("warning", "warnings"))
+            for reason, count in sorted(report.get(key, {}).items())]
+    if rows:
+        width = max(len("reason"), *(len(r) for _, r, _ in rows))
+        lines.append(f"{'category':<9} {'reason':<{width}} {'count':>7}")
+        lines += [f"{cat:<9} {reason:<{width}} {count:>7}" for cat, reason, count in rows]
+    for reason, examples in sorted(report.get("first_dropped", {}).items()):
+        lines.append(f"first {reason}: {', '.join(examples)}")
+    return "\n".join(lines)
