@@ -14,6 +14,8 @@ from batfeed.errors import BatfeedError
 
 BUILTIN = {
     "fcfs": "batfeed.schedulers.fcfs:Fcfs",
+    "easy": "batfeed.schedulers.easy:Easy",
+    "conservative": "batfeed.schedulers.conservative:Conservative",
 }
 
 

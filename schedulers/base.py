@@ -111,6 +111,10 @@ class BatfeedScheduler(BatsimScheduler):
     def onNoMoreEvents(self) -> None:
         if self.queue:
             self.schedule()
+        self.flush()
+
+    def flush(self) -> None:
+        """Send the buffered decisions (rejections first, then starts, in decision order)."""
         if self._to_reject:
             self.bs.reject_jobs(self._to_reject)
             self._to_reject = []

@@ -1,0 +1,110 @@
+"""Conservative backfilling (Mu'alem & Feitelson 2001; models.md §B).
+
+Every waiting job holds a reservation in the shared availability :class:`Profile` (running jobs'
+expected ends s + p̃, other reservations, maintenance windows); a job starts before the jobs
+ahead of it only if it delays none of their reservations.  At each decision:
+
+1. if a job ended before its expected end or machines came back: *compression* — in priority
+   order (option ``policy``, FCFS by default), each job's reservation is removed and put back at
+   its earliest fit, which is never later than before;
+   if machines became unavailable, all reservations are re-planned in priority order (they may
+   then move later: the guarantee only holds without unplanned downtime);
+2. each job submitted since the previous decision gets the earliest reservation where q machines
+   are free for p̃ seconds, in submission order;
+3. every job whose reservation time has come starts on the lowest-numbered free machines (outside
+   the maintenance windows its span overlaps; if those constraints leave too few machines, the job
+   moves to the next time the profile changes).
+
+Reservations sit at times where something ends (a running job, a reserved job, a maintenance
+window), so an event always wakes the scheduler then (the base class asks for a call at the end
+of each maintenance window while jobs wait).
+Options: ``policy``, ``on_machine_down``, ``maintenance`` (see backfill.py).
+"""
+
+from __future__ import annotations
+
+from batfeed.schedulers.backfill import BackfillScheduler
+from batfeed.schedulers.jobqueue import Entry
+from batsim.batsim import Job
+from procset import ProcSet
+from sortedcontainers import SortedList
+
+INF = float("inf")
+
+
+class Conservative(BackfillScheduler):
+    def __init__(self, options=None):
+        super().__init__(options)
+        self.res: dict[str, tuple[float, Entry]] = {}     # job id -> (reserved start, entry)
+        self.plan: SortedList = SortedList()              # (reserved start, seq, job id)
+        self._early = False                                # capacity came back earlier than planned
+        self._lost = False                                 # capacity lost (machines down)
+
+    # ---------------------------------------------------------------- profile bookkeeping
+    def _reserve(self, e: Entry, now: float, before: float = INF, not_before: float | None = None) -> None:
+        t = self.profile.earliest(e.q, e.p, now, self.free.count, before)
+        if t == INF and before < INF:
+            t = self.profile.earliest(e.q, e.p, now, self.free.count)
+        if not_before is not None and t < not_before:
+            t = self.profile.earliest(e.q, e.p, not_before, self.free.count)
+        self.profile.reserve(t, e.p, e.q)
+        self.res[e.id] = (t, e)
+        self.plan.add((t, e.seq, e.id))
+        if self.trace_reservations:
+            self.record(now, e, t)
+
+    def _unreserve(self, e: Entry) -> float:
+        t, _ = self.res.pop(e.id)
+        self.plan.remove((t, e.seq, e.id))
+        self.profile.unreserve(t, e.p, e.q)
+        return t
+
+    # ---------------------------------------------------------------- callbacks
+    def onJobCompletion(self, job: Job) -> None:
+        known = self.profile.jobs.get(job.id)
+        if known is not None and known[0][0] > self.bs.time():
+            self._early = True
+        super().onJobCompletion(job)
+
+    def onNotifyEventMachineUnavailable(self, machines: ProcSet) -> None:
+        super().onNotifyEventMachineUnavailable(machines)
+        self._lost = True
+
+    def onNotifyEventMachineAvailable(self, machines: ProcSet) -> None:
+        super().onNotifyEventMachineAvailable(machines)
+        self._early = True
+
+    # ---------------------------------------------------------------- the algorithm
+    def schedule(self) -> None:
+        now, wq = self.bs.time(), self.wq
+        wq.refresh(now)
+        new, wq.new = wq.new, []
+        self._ended = False
+        self.profile.prune_windows(now)
+        if self._lost or self._early:
+            order = [e for e in wq.ordered() if e.id in self.res]
+            if self._lost:                                  # re-plan from scratch
+                for e in order:
+                    self._unreserve(e)
+                for e in order:
+                    self._reserve(e, now)
+            else:                                           # compression: never later than before
+                for e in order:
+                    self._reserve(e, now, before=self._unreserve(e))
+            self._early = self._lost = False
+        for e in new:
+            if e.where >= 0 and e.id not in self.res:
+                self._reserve(e, now)
+        while self.plan and self.plan[0][0] <= now:
+            t, _, jid = self.plan[0]
+            e = self.res[jid][1]
+            self._unreserve(e)
+            ivs = self.allocate(e, now)
+            if ivs is None:                                 # windows leave too few machines now
+                self._reserve(e, now, not_before=self._next_change(now))
+                continue
+            wq.remove(e)
+            self.launch(e, ivs, now)
+
+    def _next_change(self, now: float) -> float:
+        return next((t for t, _ in self.profile.levels(now, self.free.count) if t > now), INF)

@@ -1,0 +1,183 @@
+"""EASY(P, Θ) backfilling (Gaussier, Lelong, Reis, Trystram, *Online Tuning of EASY-Backfilling
+using Queue Reordering Policies*; models.md §A).
+
+Options (pybatsim ``-o`` JSON, ``batfeed simulate --options``)::
+
+    policy           primary order P, one of the 12 of models.md §A or a registered key (FCFS)
+    backfill_policy  backfill order B (default: P)
+    theta            starvation threshold Θ in seconds (144000 = 40 h); null disables it
+    reservation      "count" (default) or "machines"
+    on_machine_down  "ignore" (default), "kill-resubmit", "kill-drop"   (see backfill.py)
+    maintenance      planned windows, or an events file path            (see backfill.py)
+
+At each decision (``reservation: "count"``, the pseudo-code of models.md §A, from scratch):
+Q = jobs waiting longer than Θ by submission, then the others in order P; start jobs from the head
+of Q while they fit; then the head gets a reservation: running jobs (including those just
+started) sorted by expected end s + p̃ (ties: start order) give back their machines until q_head
+are free — that end is the *shadow* time and the surplus then, ``extra``, is what the head leaves
+(counted at the job that crosses q_head, as in the pseudo-code and in the authors' simulator
+ocst, so jobs ending at the same instant after it are not counted); one greedy pass over the other
+jobs in order B (starved ones first) starts every job with
+``q <= free and (now + p̃ <= shadow or q <= extra)``, ``extra -= q`` for those ending after the
+shadow.  A job without walltime has p̃ = inf: it only backfills on ``extra`` machines, and when
+running jobs without walltime hold what the head needs, the shadow is inf and every job that fits
+may start.  The pass is skipped when no machine is free (nothing could start), and it jumps over
+the waiting jobs that cannot qualify (``QueueIndex.scan``) instead of examining all of them.
+
+``reservation: "machines"`` reproduces batsched's ``easy_bf`` (src/algo/easy_bf.cpp with
+src/schedule.cpp's first-fit time slices and the basic resource selector):
+
+- the head's reservation holds *specific* machines: the lowest-numbered q_head machines free at the
+  earliest expected end where q_head machines are free (all jobs ending then count);
+- a later job starts now on the lowest-numbered free machines if it ends (now + p̃) no later than
+  the reservation starts, otherwise only on free machines outside the reserved ones;
+- when no job ended since the previous decision (and no machine changed state), only the jobs
+  submitted since then are tried, in submission order, as batsched does; otherwise the whole queue
+  is traversed in order.
+Batsched has no Θ and handles no downtime: use ``theta: null`` and no downtime to compare with it.
+
+Planned maintenance (option ``maintenance``) in both modes: a job whose span [t, t + p̃) overlaps a
+window never gets its machines, and the head's reservation is the earliest time at which q_head
+machines outside the windows its span would overlap are free.
+"""
+
+from __future__ import annotations
+
+from batfeed.schedulers.backfill import BackfillScheduler, OptionError
+from batfeed.schedulers.jobqueue import Entry, ScanState
+from batfeed.schedulers.resources import Intervals, count, lowest, subtract, union
+
+INF = float("inf")
+
+
+class Easy(BackfillScheduler):
+    OPTIONS = {**BackfillScheduler.OPTIONS, "backfill_policy": None, "theta": 144000.0, "reservation": "count"}
+
+    def __init__(self, options=None):
+        super().__init__(options)
+        if self.opts["reservation"] not in ("count", "machines"):
+            raise OptionError(f"option 'reservation' must be 'count' or 'machines', got {self.opts['reservation']!r}")
+        self.machines_mode = self.opts["reservation"] == "machines"
+
+    def schedule(self) -> None:
+        now = self.bs.time()
+        wq = self.wq
+        wq.refresh(now)
+        new, ended = wq.new, self._ended
+        wq.new = []
+        self._ended = False
+        if self.free.count == 0 and not self.trace_reservations:
+            return
+        self.profile.prune_windows(now)
+        head = wq.head()                              # 1) start from the head while it fits
+        while head is not None:
+            ivs = self.allocate(head, now)
+            if ivs is None:
+                break
+            wq.remove(head)
+            self.launch(head, ivs, now)
+            head = wq.head()
+        if head is None:
+            return
+        if self.machines_mode:
+            self._backfill_machines(now, head, new, ended)
+        else:
+            self._backfill_count(now, head)
+
+    # ---------------------------------------------------------------- reservation of the head
+    def shadow(self, now: float, head: Entry) -> tuple[float, int]:
+        """(shadow time, extra) of models.md §A step 2 (window-aware when maintenance is planned)."""
+        free = self.free.count
+        if not self.profile.windows:
+            t, acc = self.profile.crossing(head.q - free)
+            return t, max(free + acc - head.q, 0)
+        t, usable, _ = self._walk(now, head, per_job=True)
+        return t, max(usable - head.q, 0)
+
+    def _walk(self, now: float, head: Entry, per_job: bool) -> tuple[float, int, Intervals]:
+        """Earliest t at which head.q machines are free (expected ends) and usable for [t, t + p̃).
+
+        Returns (t, machines usable then, their set); (inf, 0, []) if never.  ``per_job``: check
+        after each job (count mode, models.md §A); otherwise after all the jobs ending at t
+        (batsched's time slices).
+        """
+        d, q, prof = head.p, head.q, self.profile
+        windows = bool(prof.windows)
+        free_ivs = self.free.intervals()
+        pieces: list[Intervals] = [free_ivs]
+        n = self.free.count
+        times = [(w.end, 1, "") for w in prof.windows if w.end > now] if windows else []
+        items = sorted(times + [(end, 0, jid) for end, _, jid in prof.running()]) if windows else \
+            [(end, 0, jid) for end, _, jid in prof.running()]
+        for k, (t, kind, jid) in enumerate(items):
+            if kind == 0:
+                ivs = prof.jobs[jid][1]
+                ivs = subtract(ivs, self.unavailable) if self.unavailable else ivs
+                pieces.append(ivs)
+                n += count(ivs)
+            if not per_job and k + 1 < len(items) and items[k + 1][0] == t:
+                continue
+            if n < q:
+                continue
+            t = max(t, now)
+            if not windows:
+                return t, n, union([iv for p in pieces for iv in p], [])
+            avail = union([iv for p in pieces for iv in p], [])
+            usable = subtract(avail, prof.blocked(t, t + d))
+            if count(usable) >= q:
+                return t, count(usable), usable
+        return INF, 0, []
+
+    # ---------------------------------------------------------------- count mode (models.md §A)
+    def _backfill_count(self, now: float, head: Entry) -> None:
+        shadow, extra = self.shadow(now, head)
+        if self.trace_reservations:
+            self.record(now, head, shadow)
+        free = self.free.count
+        if free == 0:
+            return
+        st = ScanState(free, shadow - now + 1e-6 * (1.0 + abs(shadow)), extra)
+        started = []
+        for e in self.wq.scan(st):
+            if e is head:
+                continue
+            after = now + e.p > shadow
+            if after and e.q > st.extra:
+                continue
+            ivs = self.allocate(e, now)
+            if ivs is None:
+                continue
+            self.launch(e, ivs, now)
+            started.append(e)
+            st.free -= e.q
+            if after:
+                st.extra -= e.q
+        for e in started:
+            self.wq.remove(e)
+
+    # ---------------------------------------------------------------- machines mode (batsched easy_bf)
+    def _backfill_machines(self, now: float, head: Entry, new: list[Entry], ended: bool) -> None:
+        shadow, _, avail = self._walk(now, head, per_job=False)
+        blocked = self.profile.blocked(shadow, shadow + head.p) if self.profile.windows else []
+        reserved = lowest(subtract(avail, blocked), head.q)
+        if self.trace_reservations:
+            self.record(now, head, shadow)
+        free = self.free.count
+        if free == 0:
+            return
+        st = ScanState(free, shadow - now + 1e-6 * (1.0 + abs(shadow)), free - self.free.count_in(reserved))
+        started = []
+        candidates = self.wq.scan(st) if ended else (e for e in new if e.where >= 0)
+        for e in candidates:
+            if e is head or e.q > st.free:
+                continue
+            after = now + e.p > shadow
+            ivs = self.allocate(e, now, reserved if after else ())
+            if ivs is None:
+                continue
+            self.launch(e, ivs, now)
+            started.append(e)
+            st.free -= e.q
+            st.extra -= count(subtract(ivs, reserved))
+        for e in started:
+            self.wq.remove(e)

@@ -1,0 +1,308 @@
+"""The ordered waiting queue shared by every backfilling scheduler.
+
+- :class:`QueueIndex`: entries sorted by ``(key, seq)`` in blocks of at most ``2 * LOAD`` (like a
+  ``SortedList``, so insertion and removal cost O(log n + LOAD)), plus a min-tree over the blocks
+  holding each block's smallest q and smallest p̃.  :meth:`QueueIndex.scan` walks the entries in
+  order but jumps over every subtree that cannot hold a job with ``q <= free`` and
+  ``(p̃ <= horizon or q <= extra)`` (EASY's backfill rule, models.md §A), so a backfill pass over a
+  60,000-job queue examines the few candidates, not every waiting job.
+- :class:`WaitQueue`: primary order P, optional backfill order B, starvation threshold Θ (jobs
+  waiting longer than Θ go first, by submission; they move to their own index once, at the first
+  decision after crossing Θ).  Static policies keep their index; dynamic ones (SEXP, LEXP) are
+  re-keyed and re-sorted at each decision (O(n log n), [TUNE] does the same).
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left
+from collections.abc import Iterator
+from typing import Any
+
+from batfeed.schedulers.policies import Policy, get_policy
+
+INF = float("inf")
+BIG = 1 << 62
+
+
+class Entry:
+    """A waiting job: submit time r, requested time p (inf without walltime), size q, arrival seq."""
+
+    __slots__ = ("job", "id", "r", "p", "q", "seq", "kp", "kb", "where")
+
+    def __init__(self, job: Any, seq: int):
+        self.job = job
+        self.id: str = job.id
+        self.r = float(job.submit_time)
+        wall = job.requested_time
+        self.p = float(wall) if wall is not None and wall > 0 else INF
+        self.q: int = job.requested_resources
+        self.seq = seq
+        self.kp: Any = None
+        self.kb: Any = None
+        self.where = 0          # 0: main indexes, 1: starved index, -1: gone
+
+    def __repr__(self) -> str:
+        return f"Entry({self.id}, r={self.r:g}, p={self.p:g}, q={self.q})"
+
+
+class ScanState:
+    """Mutable thresholds of a backfill pass (the caller updates them as jobs start)."""
+
+    __slots__ = ("free", "horizon", "extra")
+
+    def __init__(self, free: int, horizon: float, extra: float):
+        self.free, self.horizon, self.extra = free, horizon, extra
+
+
+class QueueIndex:
+    LOAD = 64
+
+    def __init__(self) -> None:
+        self.keys: list[list[Any]] = []
+        self.ents: list[list[Entry]] = []
+        self.qs: list[list[int]] = []
+        self.ps: list[list[float]] = []
+        self.maxes: list[Any] = []
+        self.n = 0
+        self.examined = 0       # entries and tree nodes looked at by scan() (work counter for tests)
+        self._build_tree()
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[Entry]:
+        for block in self.ents:
+            yield from block
+
+    def first(self) -> Entry | None:
+        return self.ents[0][0] if self.n else None
+
+    # ------------------------------------------------------------------ tree over blocks
+    def _build_tree(self) -> None:
+        nb = len(self.keys)
+        size = 1
+        while size < nb:
+            size *= 2
+        tq = [BIG] * (2 * size)
+        tp = [INF] * (2 * size)
+        tq[size:size + nb] = [min(q) for q in self.qs]
+        tp[size:size + nb] = [min(p) for p in self.ps]
+        for i in range(size - 1, 0, -1):
+            a, b = tq[2 * i], tq[2 * i + 1]
+            tq[i] = a if a < b else b
+            a, b = tp[2 * i], tp[2 * i + 1]
+            tp[i] = a if a < b else b
+        self.size, self.tq, self.tp = size, tq, tp
+
+    def _lower(self, b: int, q: int, p: float) -> None:
+        tq, tp = self.tq, self.tp
+        i = self.size + b
+        while i and (q < tq[i] or p < tp[i]):
+            if q < tq[i]:
+                tq[i] = q
+            if p < tp[i]:
+                tp[i] = p
+            i >>= 1
+
+    def _fix(self, b: int) -> None:
+        tq, tp = self.tq, self.tp
+        i = self.size + b
+        tq[i], tp[i] = min(self.qs[b]), min(self.ps[b])
+        i >>= 1
+        while i:
+            a, c = tq[2 * i], tq[2 * i + 1]
+            nq = a if a < c else c
+            a2, c2 = tp[2 * i], tp[2 * i + 1]
+            np_ = a2 if a2 < c2 else c2
+            if tq[i] == nq and tp[i] == np_:
+                break
+            tq[i], tp[i] = nq, np_
+            i >>= 1
+
+    # ------------------------------------------------------------------ updates
+    def add(self, key: Any, e: Entry) -> None:
+        self.n += 1
+        if not self.keys:
+            self.keys, self.ents, self.qs, self.ps, self.maxes = [[key]], [[e]], [[e.q]], [[e.p]], [key]
+            self._build_tree()
+            return
+        b = bisect_left(self.maxes, key)
+        if b == len(self.maxes):
+            b -= 1
+        keys = self.keys[b]
+        i = bisect_left(keys, key)
+        keys.insert(i, key)
+        self.ents[b].insert(i, e)
+        self.qs[b].insert(i, e.q)
+        self.ps[b].insert(i, e.p)
+        if i == len(keys) - 1:
+            self.maxes[b] = key
+        if len(keys) > 2 * self.LOAD:
+            h = len(keys) // 2
+            for lists in (self.keys, self.ents, self.qs, self.ps):
+                blk = lists[b]
+                lists[b:b + 1] = [blk[:h], blk[h:]]
+            self.maxes[b:b + 1] = [self.keys[b][-1], self.keys[b + 1][-1]]
+            self._build_tree()
+        else:
+            self._lower(b, e.q, e.p)
+
+    def remove(self, key: Any) -> None:
+        b = bisect_left(self.maxes, key)
+        keys = self.keys[b] if b < len(self.keys) else []
+        i = bisect_left(keys, key)
+        if i == len(keys) or keys[i] != key:
+            raise KeyError(key)
+        del keys[i], self.ents[b][i]
+        q, p = self.qs[b].pop(i), self.ps[b].pop(i)
+        self.n -= 1
+        if not keys:
+            for lists in (self.keys, self.ents, self.qs, self.ps, self.maxes):
+                del lists[b]
+            self._build_tree()
+            return
+        if i == len(keys):
+            self.maxes[b] = keys[-1]
+        if len(keys) < self.LOAD // 4 and len(self.keys) > 1:
+            c = b + 1 if b + 1 < len(self.keys) else b - 1
+            lo, hi = min(b, c), max(b, c)
+            if len(self.keys[lo]) + len(self.keys[hi]) <= 2 * self.LOAD:
+                for lists in (self.keys, self.ents, self.qs, self.ps):
+                    lists[lo:hi + 1] = [lists[lo] + lists[hi]]
+                self.maxes[lo:hi + 1] = [self.keys[lo][-1]]
+                self._build_tree()
+                return
+        leaf = self.size + b
+        if q == self.tq[leaf] or p == self.tp[leaf]:
+            self._fix(b)
+
+    def rebuild(self, items: list[tuple[Any, Entry]]) -> None:
+        """Replace the content by ``items``, already sorted by key."""
+        step = self.LOAD
+        chunks = [items[i:i + step] for i in range(0, len(items), step)]
+        self.keys = [[k for k, _ in c] for c in chunks]
+        self.ents = [[e for _, e in c] for c in chunks]
+        self.qs = [[e.q for _, e in c] for c in chunks]
+        self.ps = [[e.p for _, e in c] for c in chunks]
+        self.maxes = [k[-1] for k in self.keys]
+        self.n = len(items)
+        self._build_tree()
+
+    # ------------------------------------------------------------------ backfill scan
+    def scan(self, st: ScanState) -> Iterator[Entry]:
+        """Entries in order with ``q <= st.free`` and ``(q <= st.extra or p <= st.horizon)``.
+
+        Reads ``st`` again after each yield (the caller starts jobs in between); the index must
+        not change while the generator runs (remove started jobs afterwards).
+        """
+        size, tq, tp = self.size, self.tq, self.tp
+        stack = [1]
+        pop, push = stack.pop, stack.append
+        while stack:
+            i = pop()
+            self.examined += 1
+            q = tq[i]
+            if q > st.free or (q > st.extra and tp[i] > st.horizon):
+                continue
+            if i < size:
+                push(2 * i + 1)
+                push(2 * i)
+                continue
+            b = i - size
+            qs, ps, ents = self.qs[b], self.ps[b], self.ents[b]
+            self.examined += len(qs)
+            for k in range(len(qs)):
+                q = qs[k]
+                if q <= st.free and (q <= st.extra or ps[k] <= st.horizon):
+                    yield ents[k]
+                    if st.free <= 0:
+                        return
+
+
+class WaitQueue:
+    """Waiting jobs in the order Q of models.md §A: starved jobs (now − r > Θ) by submission, then P."""
+
+    def __init__(self, policy: str = "FCFS", backfill_policy: str | None = None, theta: float | None = None):
+        self.P: Policy = get_policy(policy)
+        b = get_policy(backfill_policy) if backfill_policy is not None else self.P
+        self.B: Policy | None = b if b.name != self.P.name else None
+        self.theta = theta
+        self.main = QueueIndex()                       # order P
+        self.main_b = QueueIndex() if self.B else None  # order B
+        self.starved = QueueIndex()                    # (r, seq)
+        self._arrivals: list[tuple[float, int, Entry]] = []   # heap for Θ promotion
+        self.seq = 0
+        self.new: list[Entry] = []                     # submitted since the scheduler last cleared it
+
+    def __len__(self) -> int:
+        return len(self.main) + len(self.starved)
+
+    def push(self, job: Any, now: float) -> Entry:
+        e = Entry(job, self.seq)
+        self.seq += 1
+        e.kp = (self.P.key(e, now), e.seq)
+        self.main.add(e.kp, e)
+        if self.main_b is not None and self.B is not None:
+            e.kb = (self.B.key(e, now), e.seq)
+            self.main_b.add(e.kb, e)
+        if self.theta is not None:
+            heapq.heappush(self._arrivals, (e.r, e.seq, e))
+        self.new.append(e)
+        return e
+
+    def remove(self, e: Entry) -> None:
+        if e.where == 1:
+            self.starved.remove((e.r, e.seq))
+        elif e.where == 0:
+            self.main.remove(e.kp)
+            if self.main_b is not None:
+                self.main_b.remove(e.kb)
+        e.where = -1
+
+    def refresh(self, now: float) -> bool:
+        """Θ promotions and re-keying of dynamic policies at ``now``; True if the order may have changed."""
+        changed = False
+        if self.theta is not None:
+            arr, limit = self._arrivals, now - self.theta
+            while arr and (arr[0][2].where != 0 or arr[0][0] < limit):
+                e = heapq.heappop(arr)[2]
+                if e.where == 0:
+                    self.main.remove(e.kp)
+                    if self.main_b is not None:
+                        self.main_b.remove(e.kb)
+                    e.where = 1
+                    self.starved.add((e.r, e.seq), e)
+                    changed = True
+        for pol, index, attr in ((self.P, self.main, "kp"), (self.B, self.main_b, "kb")):
+            if pol is not None and pol.dynamic and index is not None and len(index):
+                items = []
+                for e in index:
+                    k = (pol.key(e, now), e.seq)
+                    setattr(e, attr, k)
+                    items.append((k, e))
+                items.sort(key=lambda it: it[0])
+                index.rebuild(items)
+                changed = True
+        return changed
+
+    def head(self) -> Entry | None:
+        return self.starved.first() or self.main.first()
+
+    def ordered(self) -> list[Entry]:
+        """Q: starved jobs by submission, then the others in order P."""
+        return list(self.starved) + list(self.main)
+
+    def backfill_order(self) -> list[Entry]:
+        """Starved jobs by submission, then the others in order B."""
+        return list(self.starved) + list(self.main_b if self.main_b is not None else self.main)
+
+    def scan(self, st: ScanState) -> Iterator[Entry]:
+        """Backfill candidates (see :meth:`QueueIndex.scan`): starved jobs first, then order B."""
+        yield from self.starved.scan(st)
+        if st.free > 0:
+            yield from (self.main_b if self.main_b is not None else self.main).scan(st)
+
+    @property
+    def examined(self) -> int:
+        return self.starved.examined + self.main.examined + (self.main_b.examined if self.main_b else 0)
