@@ -193,6 +193,7 @@ class BackfillScheduler(BatfeedScheduler):
 
     def onNotifyEventMachineUnavailable(self, machines: ProcSet) -> None:
         super().onNotifyEventMachineUnavailable(machines)
+        self.profile.unavailable = self.unavailable
         down = procset_intervals(machines)
         hit = []
         for jid, ivs in self.running.items():
@@ -233,6 +234,7 @@ class BackfillScheduler(BatfeedScheduler):
 
     def onNotifyEventMachineAvailable(self, machines: ProcSet) -> None:
         super().onNotifyEventMachineAvailable(machines)
+        self.profile.unavailable = self.unavailable
         up = procset_intervals(machines)
         for jid, ivs in self.running.items():
             if intersect(ivs, up):

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.jobqueue import Entry, ScanState
-from batfeed.schedulers.resources import Intervals, count, lowest, subtract, union
+from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
 
 INF = float("inf")
 
@@ -106,13 +106,16 @@ class Easy(BackfillScheduler):
         free_ivs = self.free.intervals()
         pieces: list[Intervals] = [free_ivs]
         n = self.free.count
-        times = [(w.end, 1, "") for w in prof.windows if w.end > now] if windows else []
+        times = [(w.end, 1, str(i)) for i, w in enumerate(prof.windows) if w.end > now] if windows else []
         items = sorted(times + [(end, 0, jid) for end, _, jid in prof.running()]) if windows else \
             [(end, 0, jid) for end, _, jid in prof.running()]
         for k, (t, kind, jid) in enumerate(items):
             if kind == 0:
                 ivs = prof.jobs[jid][1]
                 ivs = subtract(ivs, self.unavailable) if self.unavailable else ivs
+            else:       # planned machines still down come back at the end of their window
+                ivs = intersect(prof.windows[int(jid)].machines, self.unavailable) if self.unavailable else []
+            if ivs:
                 pieces.append(ivs)
                 n += count(ivs)
             if not per_job and k + 1 < len(items) and items[k + 1][0] == t:

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from itertools import accumulate
 from typing import NamedTuple
 
-from batfeed.schedulers.resources import Intervals, count, union
+from batfeed.schedulers.resources import Intervals, count, intersect, union
 from sortedcontainers import SortedDict
 
 INF = float("inf")
@@ -55,6 +55,7 @@ class Profile:
         self._seq = 0
         self.steps: SortedDict = SortedDict()
         self.windows: list[Window] = []
+        self.unavailable: Intervals = []    # machines down now (those in a window come back at its end)
 
     # ------------------------------------------------------------------ running jobs
     def add(self, jid: str, end: float, ivs: Intervals, ret: int) -> None:
@@ -185,6 +186,9 @@ class Profile:
     def levels(self, now: float, free: int) -> Iterator[tuple[float, int]]:
         """(t, free machines from t until the next t) for t = now and every later change."""
         level, cur = free, now
+        if self.unavailable:      # down machines of an ongoing window: not free now, back at its end
+            level += sum(count(intersect(w.machines, self.unavailable)) for w in self.windows
+                         if w.start <= now < w.end)
         ends = ((k[0], r) for keys, rets in zip(self._keys, self._rets, strict=True)
                 for k, r in zip(keys, rets, strict=True))
         for t, dl in heapq.merge(ends, self.steps.items()):
