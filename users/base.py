@@ -1,0 +1,377 @@
+"""The user-model layer: a pybatsim scheduler that wraps any batfeed (or pybatsim) scheduler and owns
+job submission through Batsim's dynamic job registration.
+
+How it works
+------------
+:class:`UserModelScheduler` is the ``BatsimScheduler`` pybatsim talks to.  It holds the *inner*
+scheduler (built by :func:`batfeed.registry.make_scheduler`, or passed in) and a
+:class:`UserModel` that decides when each job of the recorded trace is submitted.  The inner
+scheduler's ``bs`` is the same pybatsim ``Batsim`` object (set through the ``bs`` property), so its
+decisions go out unchanged; every callback is forwarded to it.  In each Batsim message:
+
+1. callbacks are forwarded; a JOB_COMPLETED of a replayed job also tells the model (``job_ended``
+   at the completion timestamp), which may free dependent sessions;
+2. in ``onNoMoreEvents``, every job due at or before ``now`` (1 µs tolerance) is submitted:
+   ``REGISTER_PROFILE`` (unless already registered with profile reuse), ``REGISTER_JOB`` with
+   ``subtime = now`` and ``SET_JOB_METADATA`` ``orig_subtime=<a_i>;user=<u>`` (read by
+   ``batfeed metrics`` for the lateness metrics: custom job fields do not reach ``_jobs.csv``);
+3. the inner scheduler's ``onNoMoreEvents`` runs (it schedules);
+4. the message's outgoing events are scanned for ``REJECT_JOB`` (and CHANGE_JOB_STATE REJECTED) of
+   replayed jobs: a rejection counts as the job's end at the rejection time (models.md §D REC), and
+   sessions it frees that are due now are submitted at once (loop back to 2, 3);
+5. once every job of the trace has been registered, ``NOTIFY registration_finished`` is sent (in
+   the message of the last registration; with an empty trace, in the reply to SIMULATION_BEGINS);
+   otherwise a ``CALL_ME_LATER`` is requested for the next due submission unless an earlier one
+   of ours is pending.  REQUESTED_CALLs that answer our own CALL_ME_LATERs are consumed here; any
+   extra one (the inner scheduler's) is forwarded to it.
+
+Acknowledgements (both work, with identical schedules):
+
+- **without** ``--acknowledge-dynamic-jobs`` (recommended: one message fewer per submission
+  instant) Batsim sends nothing back for a registered job, so the layer itself marks pybatsim's
+  ``Job`` SUBMITTED and calls the inner ``onJobSubmission`` right after registering it; the job can
+  be started in the same reply;
+- **with** it, Batsim echoes JOB_SUBMITTED at the same simulated time in the next message and the
+  inner scheduler sees the job through the ordinary pybatsim path (the layer mutes pybatsim's
+  "job already in the job list" warning, one per job).
+
+Profiles: without ``--enable-profile-reuse`` Batsim garbage-collects a profile when a job using it
+ends, so every job gets its own profile ``p<name>``; with it, each trace profile is registered once
+under its own name.
+
+Batsim inputs: the replayed trace is read by the model (option ``trace``), **not** given to Batsim
+with ``-w`` (Batsim would submit its jobs at their recorded times itself).  The real-Batsim pair
+(see the README)::
+
+    batsim -p PLATFORM.xml --enable-dynamic-jobs -e OUT/prefix
+    batfeed schedule batfeed.users:UserModelScheduler --options \\
+        '{"scheduler": "easy", "users": "a60", "trace": "TRACE.json"}'
+
+Platform scaling (options of this layer, common to every model):
+
+- ``speed_factor`` P̂/P: each job's run time becomes d̂ = d·P/P̂ (``delay`` divided by the factor;
+  ``cpu`` of compute profiles likewise); the walltime is kept (ŵ = w, as in the paper), so with a
+  factor < 1 some jobs reach their walltime and Batsim kills them (``kill_at_walltime``: true, the
+  default, as in Batsim; false raises ŵ to d̂ + 1 s for exactly those jobs so that they complete);
+- node count: give a platform with that many nodes (``batfeed platform N``); jobs larger than the
+  platform are rejected by the scheduler, and a rejection releases dependent sessions.
+
+Options: ``scheduler`` (default ``fcfs``), ``scheduler_options`` (JSON object), ``users`` (model
+name: ``rigid``, ``feedback``, ``a0``/``think-time``, ``a60``), ``trace`` (workload JSON or SWF),
+``workload_name`` (dynamic workload, default ``replay``; ``_jobs.csv`` job ids stay the trace's),
+``speed_factor`` (1), ``kill_at_walltime`` (true), plus the model's own options.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from typing import Any, ClassVar
+
+from batfeed.users.trace import Trace, TraceJob, load_trace
+from batsim.batsim import BatsimScheduler, Job
+
+from batfeed.errors import BatfeedError
+
+log = logging.getLogger("batfeed.users")
+
+EPS = 1e-6   # due submissions within 1 µs of now are submitted now (JSON float round-trips)
+
+
+class UserModelError(BatfeedError):
+    """Bad user-model options or a run the model cannot drive."""
+
+
+class UserModel:
+    """Decides when each job of the recorded trace is submitted (subclass: rigid, feedback…).
+
+    The layer calls :meth:`start` once (at SIMULATION_BEGINS, t = 0), :meth:`pop_due` to get the jobs
+    to submit now, :meth:`mark_submitted` for each, and :meth:`job_ended` when a replayed job
+    completes, is killed or is rejected.  Subclasses call :meth:`release` to schedule a job.
+    """
+
+    name: ClassVar[str] = "?"
+    OPTIONS: ClassVar[dict[str, Any]] = {}   # accepted options and their defaults
+    FIXED: ClassVar[dict[str, Any]] = {}     # option values a preset (a0, a60) imposes
+
+    def __init__(self, trace: Trace, options: dict[str, Any] | None = None):
+        self.trace = trace
+        self.opts = dict(self.OPTIONS)
+        unknown = sorted(set(options or {}) - set(self.OPTIONS))
+        if unknown:
+            known = ", ".join(self.OPTIONS) or "none"
+            raise UserModelError(f"user model '{self.name}': unknown option(s) {', '.join(unknown)} "
+                                 f"(its options: {known}; the layer's: {', '.join(LAYER_OPTIONS)})")
+        self.opts.update(options or {})
+        self.opts.update(self.FIXED)
+        self._due: list[tuple[float, int]] = []
+        self.nb_submitted = 0
+        self.submitted_at: list[float | None] = [None] * len(trace.jobs)
+        self.ended_at: list[float | None] = [None] * len(trace.jobs)
+
+    # -- to implement
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def on_end(self, index: int, t: float) -> None:
+        """A replayed job ended at t (completed, killed or rejected)."""
+
+    # -- helpers
+    def release(self, t: float, index: int) -> None:
+        """Submit trace job ``index`` at time t (ties: trace order, i.e. Batsim's static order)."""
+        heapq.heappush(self._due, (t, index))
+
+    def pop_due(self, now: float) -> list[TraceJob]:
+        due, jobs = self._due, self.trace.jobs
+        out = []
+        while due and due[0][0] <= now + EPS:
+            out.append(jobs[heapq.heappop(due)[1]])
+        return out
+
+    def next_due(self) -> float | None:
+        return self._due[0][0] if self._due else None
+
+    def mark_submitted(self, index: int, t: float) -> None:
+        self.submitted_at[index] = t
+        self.nb_submitted += 1
+
+    def job_ended(self, index: int, t: float) -> None:
+        self.ended_at[index] = t
+        self.on_end(index, t)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.nb_submitted == len(self.trace.jobs)
+
+
+def make_model(name: str, trace: Trace, options: dict[str, Any] | None = None) -> UserModel:
+    from batfeed.users import MODELS
+
+    key = name.lower()
+    if key not in MODELS:
+        raise UserModelError(f"unknown user model '{name}' (available: {', '.join(MODELS)})")
+    return MODELS[key](trace, options)
+
+
+class _AckWarningFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "alredy in the job list" not in str(record.msg)
+
+
+_ACK_FILTER = _AckWarningFilter()
+
+LAYER_OPTIONS = ("scheduler", "scheduler_options", "users", "trace", "workload_name", "speed_factor",
+                 "kill_at_walltime")
+
+
+class UserModelScheduler(BatsimScheduler):
+    """Wraps a scheduler; submits the trace's jobs as a :class:`UserModel` decides (module docstring)."""
+
+    def __init__(self, options: dict[str, Any] | None = None, *, inner: Any = None,
+                 model: UserModel | None = None):
+        options = dict(options or {})
+        super().__init__(options)
+        self._bs: Any = None
+        if inner is None:
+            from batfeed.registry import make_scheduler
+
+            inner = make_scheduler(str(options.get("scheduler", "fcfs")), options.get("scheduler_options") or {})
+        self.inner = inner
+        if model is None:
+            if not options.get("trace"):
+                raise UserModelError("the user-model layer needs option 'trace' (the recorded workload to replay)")
+            if not options.get("users"):
+                raise UserModelError("the user-model layer needs option 'users' (rigid, feedback, a0, a60)")
+            model_opts = {k: v for k, v in options.items() if k not in LAYER_OPTIONS}
+            model = make_model(str(options["users"]), load_trace(options["trace"]), model_opts)
+        self.model = model
+        self.workload_name = str(options.get("workload_name", "replay"))
+        if "!" in self.workload_name or not self.workload_name:
+            raise UserModelError(f"workload_name must be non-empty without '!' (got {self.workload_name!r})")
+        self.speed_factor = float(options.get("speed_factor", 1.0))
+        if not self.speed_factor > 0:
+            raise UserModelError(f"speed_factor must be > 0 (got {self.speed_factor})")
+        self.kill_at_walltime = bool(options.get("kill_at_walltime", True))
+        self.ack = False
+        self.profile_reuse = False
+        self.registration_finished = False
+        self._by_id: dict[str, int] = {}          # replayed jobs not ended yet: Batsim id -> trace index
+        self._profiles: set[str] = set()          # registered profile names (profile reuse)
+        self._pending: list[float] = []           # our CALL_ME_LATER times not answered yet
+        self._scan = 0                            # outgoing events already scanned for rejections
+        self.nb_messages_with_submissions = 0
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def bs(self) -> Any:
+        return self._bs
+
+    @bs.setter
+    def bs(self, value: Any) -> None:
+        self._bs = value
+        self.inner.bs = value
+
+    # ------------------------------------------------------------------ submission
+    def _profile_for(self, tj: TraceJob) -> tuple[str, dict[str, Any]]:
+        prof = dict(tj.profile)
+        if self.speed_factor != 1.0:
+            if prof.get("type") == "delay":
+                prof["delay"] = float(prof["delay"]) / self.speed_factor
+            elif prof.get("type") in ("parallel_homogeneous", "parallel_homogeneous_total"):
+                prof["cpu"] = float(prof["cpu"]) / self.speed_factor
+            else:
+                raise UserModelError(f"job {tj.name}: cannot scale the run time of a '{prof.get('type')}' "
+                                     "profile (speed_factor needs delay or parallel_homogeneous profiles)")
+        name = tj.profile_name if self.profile_reuse else f"p{tj.name}"
+        return name, prof
+
+    def _walltime(self, tj: TraceJob, prof: dict[str, Any]) -> float:
+        w = tj.walltime
+        if not self.kill_at_walltime and w > 0 and prof.get("type") == "delay" and prof["delay"] >= w:
+            return float(prof["delay"]) + 1.0
+        return w
+
+    def _submit_due(self) -> int:
+        """Register every job due now; returns how many."""
+        bs = self._bs
+        due = self.model.pop_due(bs.time())
+        if not due:
+            return 0
+        self.nb_messages_with_submissions += 1
+        wl = self.workload_name
+        for tj in due:
+            now = bs.time()
+            pname, prof = self._profile_for(tj)
+            if pname not in self._profiles:
+                bs.register_profiles(wl, {pname: prof})
+                if self.profile_reuse:
+                    self._profiles.add(pname)
+            jid = f"{wl}!{tj.name}"
+            job = bs.register_job(jid, tj.res, self._walltime(tj, prof), pname)
+            meta = f"orig_subtime={tj.subtime!r}" + (f";user={tj.user}" if tj.user is not None else "")
+            bs.set_job_metadata(jid, meta)
+            self._by_id[jid] = tj.index
+            self.model.mark_submitted(tj.index, now)
+            if not self.ack:
+                job.job_state = Job.State.SUBMITTED
+                self.inner.onJobSubmission(job)
+        return len(due)
+
+    def _collect_rejections(self) -> None:
+        events = self._bs._events_to_send   # pybatsim 3.2.1: this message's outgoing events, in order
+        for ev in events[self._scan:]:
+            kind = ev["type"]
+            if kind == "REJECT_JOB" or (kind == "CHANGE_JOB_STATE" and ev["data"].get("job_state") == "REJECTED"):
+                idx = self._by_id.pop(ev["data"]["job_id"], None)
+                if idx is not None:
+                    self.model.job_ended(idx, float(ev["timestamp"]))
+        self._scan = len(events)
+
+    def _after_decisions(self) -> None:
+        bs = self._bs
+        while True:
+            self._collect_rejections()
+            nxt = self.model.next_due()
+            if nxt is None or nxt > bs.time() + EPS:
+                break
+            self._submit_due()
+            if self.ack:
+                break   # Batsim acknowledges them in the next message, where the inner schedules them
+            self.inner.onNoMoreEvents()
+        if self.model.exhausted:
+            if not self.registration_finished:
+                bs.notify_registration_finished()
+                self.registration_finished = True
+            return
+        nxt = self.model.next_due()
+        if nxt is not None and not (self._pending and self._pending[0] <= nxt):
+            bs.wake_me_up_at(nxt)
+            heapq.heappush(self._pending, nxt)
+
+    # ------------------------------------------------------------------ pybatsim callbacks
+    def onAfterBatsimInit(self) -> None:
+        self.inner.onAfterBatsimInit()
+
+    def onSimulationBegins(self) -> None:
+        bs = self._bs
+        if not bs.dynamic_job_registration_enabled:
+            raise UserModelError("user models submit jobs by dynamic registration: start Batsim with "
+                                 "--enable-dynamic-jobs (batfeed simulate --users does it)")
+        self.ack = bool(bs.ack_of_dynamic_jobs)
+        self.profile_reuse = bool(bs.batconf.get("profile-reuse-enabled", False))
+        if self.ack:
+            logging.getLogger("batsim.batsim").addFilter(_ACK_FILTER)
+        self.inner.onSimulationBegins()
+        self.model.start()
+
+    def onSimulationEnds(self) -> None:
+        self.inner.onSimulationEnds()
+        if not self.model.exhausted:
+            log.warning("simulation ended with %d trace jobs never submitted",
+                        len(self.model.trace.jobs) - self.model.nb_submitted)
+
+    def onDeadlock(self) -> None:
+        self.inner.onDeadlock()
+
+    def onBeforeEvents(self) -> None:
+        self._scan = 0
+        self.inner.onBeforeEvents()
+
+    def onNoMoreEvents(self) -> None:
+        self._submit_due()
+        self.inner.onNoMoreEvents()
+        self._after_decisions()
+
+    def onJobSubmission(self, job: Job) -> None:
+        self.inner.onJobSubmission(job)
+
+    def onJobCompletion(self, job: Job) -> None:
+        self.inner.onJobCompletion(job)
+        idx = self._by_id.pop(job.id, None)
+        if idx is not None:
+            self.model.job_ended(idx, float(job.finish_time))
+
+    def onRequestedCall(self) -> None:
+        if self._pending and self._pending[0] <= self._bs.time() + EPS:
+            heapq.heappop(self._pending)   # ours
+        else:
+            self.inner.onRequestedCall()
+
+    def onJobsKilled(self, jobs: list[Job]) -> None:
+        self.inner.onJobsKilled(jobs)
+
+    def onJobMessage(self, timestamp: float, job: Job, message: Any) -> None:
+        self.inner.onJobMessage(timestamp, job, message)
+
+    def onMachinePStateChanged(self, nodeid: Any, pstate: Any) -> None:
+        self.inner.onMachinePStateChanged(nodeid, pstate)
+
+    def onReportEnergyConsumed(self, consumed_energy: float) -> None:
+        self.inner.onReportEnergyConsumed(consumed_energy)
+
+    def onAddResources(self, to_add: Any) -> None:
+        self.inner.onAddResources(to_add)
+
+    def onRemoveResources(self, to_remove: Any) -> None:
+        self.inner.onRemoveResources(to_remove)
+
+    def onNoMoreJobsInWorkloads(self) -> None:
+        self.inner.onNoMoreJobsInWorkloads()
+
+    def onNoMoreExternalEvents(self) -> None:
+        self.inner.onNoMoreExternalEvents()
+
+    def onNotifyEventMachineUnavailable(self, machines: Any) -> None:
+        self.inner.onNotifyEventMachineUnavailable(machines)
+
+    def onNotifyEventMachineAvailable(self, machines: Any) -> None:
+        self.inner.onNotifyEventMachineAvailable(machines)
+
+    def onNotifyGenericEvent(self, event_data: Any) -> None:
+        self.inner.onNotifyGenericEvent(event_data)
+
+    def onDatasetArrivedOnStorage(self, dataset_id: Any, source_id: Any, dest_id: Any) -> None:
+        self.inner.onDatasetArrivedOnStorage(dataset_id, source_id, dest_id)
+
+    def onDataTransferNotTerminated(self, dataset_id: Any, source_id: Any, dest_id: Any) -> None:
+        self.inner.onDataTransferNotTerminated(dataset_id, source_id, dest_id)
