@@ -295,6 +295,7 @@ def compute_metrics(
             ex["stretch"].to_numpy(),
         )  # fmt: skip
     nb_rejected = by_state[REJECTED]
+    lateness = compute_lateness(jobs) if "metadata" in jobs.columns else None
     note = (
         f"wait/response/slowdown/bounded_slowdown are over the {nb_executed} executed jobs; "
         f"{nb_rejected} rejected job(s) are excluded from them but counted in nb_jobs. "
@@ -334,6 +335,86 @@ def compute_metrics(
             "mean_turnaround_time": _num(np.nansum(response) / nb_jobs) if nb_jobs else None,
             "mean_slowdown": _num(np.nansum(batsim_sd) / nb_jobs) if nb_jobs else None,
         },
+        "lateness": lateness,
+    }
+
+
+# --------------------------------------------------------------------------- lateness (replay)
+
+_META_ITEM = re.compile(r"([A-Za-z_]+)=([^;,]*)")
+DAY = 86400.0
+
+
+def parse_replay_metadata(metadata: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(original submit a_i, user) from ``metadata`` strings like ``orig_subtime=12.0;user=7``.
+
+    batfeed's user-model layer writes them (SET_JOB_METADATA); ``,`` is accepted as separator too.
+    Rows without ``orig_subtime`` give NaN and user None.
+    """
+    codes, uniques = pd.factorize(metadata.fillna("").astype(str), sort=False)
+    orig = np.full(len(uniques), np.nan)
+    users = np.empty(len(uniques), dtype=object)
+    for i, text in enumerate(uniques.tolist()):
+        items = dict(_META_ITEM.findall(text))
+        try:
+            orig[i] = float(items["orig_subtime"])
+        except (KeyError, ValueError):
+            pass
+        users[i] = items.get("user")
+    return orig[codes], users[codes]
+
+
+def _lateness_values(sub: np.ndarray, orig: np.ndarray) -> dict[str, float | int | None]:
+    n = len(sub)
+    late = sub - orig
+    mean = float(late.mean()) if n else None
+    span = float(orig.max() - orig.min()) if n else 0.0
+    return {
+        "n": n,
+        "mean_s": mean,
+        "mean_days": mean / DAY if mean is not None else None,
+        "relative": 1.0 + mean / span if mean is not None and span > 0 else None,
+        "delta_s": 2.0 * mean / (n - 1) if mean is not None and n > 1 else None,
+        "max_s": float(late.max()) if n else None,
+        "min_s": float(late.min()) if n else None,
+    }
+
+
+def compute_lateness(jobs: pd.DataFrame) -> dict | None:
+    """Lateness family of *Replay with Feedback* (metrics.md §3), or None if the run used no user model.
+
+    ℓ_j = â_j − a_j (replayed − recorded submit); mean lateness ℓ̄; relative lateness
+    RL = 1 + ℓ̄ / (a_last − a_first); additional lateness δ = 2ℓ̄ / (n − 1).  Over **all** jobs,
+    rejected ones included (as in the paper's tables); per user over that user's jobs.
+    """
+    if "metadata" not in jobs.columns or not len(jobs):
+        return None
+    orig, users = parse_replay_metadata(jobs["metadata"])
+    tagged = ~np.isnan(orig)
+    if not tagged.any():
+        return None
+    sub = pd.to_numeric(jobs["submission_time"], errors="coerce").to_numpy(dtype="float64")
+    whole = _lateness_values(sub[tagged], orig[tagged])
+    per_user: dict[str, dict] = {}
+    user_arr = users[tagged]
+    if all(u is not None for u in user_arr):
+        s, o = sub[tagged], orig[tagged]
+        order = np.argsort(user_arr.astype(str), kind="stable")
+        keys = user_arr.astype(str)[order]
+        bounds = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1], True])
+        for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+            idx = order[a:b]
+            per_user[str(keys[a])] = _lateness_values(s[idx], o[idx])
+    deltas = [v["delta_s"] for v in per_user.values() if v["delta_s"] is not None]
+    q = np.percentile(deltas, [10, 50, 90]) if deltas else [None] * 3
+    return {
+        **whole,
+        "nb_untagged": int((~tagged).sum()),
+        "per_user_delta_s": {"users": len(deltas), "p10": _num(q[0]), "p50": _num(q[1]), "p90": _num(q[2])},
+        "per_user": per_user,
+        "note": ("lateness = replayed submit - original submit (metadata orig_subtime), over all tagged jobs "
+                 "incl. rejected ones; relative = 1 + mean / (last - first original submit); "
+                 "delta = 2 mean / (n - 1); per-user delta percentiles over users with >= 2 jobs"),
     }
 
 
@@ -389,5 +470,17 @@ def format_metrics(metrics: dict) -> str:
     lines += kv(system)
     lines.append("Batsim _schedule.csv means (divided by nb_jobs, rejected jobs included)")
     lines += kv(batsim)
+    late = m.get("lateness")
+    if late:
+        lines.append(f"lateness (user-model replay, {late['n']} jobs incl. rejected)")
+        pu = late["per_user_delta_s"]
+        lines += kv([
+            ("  mean lateness (s / days)", f"{_fmt(late['mean_s'])} / {_fmt(late['mean_days'], 2)}"),
+            ("  relative lateness RL", _fmt(late["relative"], 4)),
+            ("  additional lateness delta (s/job)", _fmt(late["delta_s"], 2)),
+            ("  min / max lateness (s)", f"{_fmt(late['min_s'])} / {_fmt(late['max_s'])}"),
+            (f"  per-user delta p10/p50/p90 ({pu['users']} users, s)",
+             f"{_fmt(pu['p10'], 1)} / {_fmt(pu['p50'], 1)} / {_fmt(pu['p90'], 1)}"),
+        ])  # fmt: skip
     lines.append("note: " + m["note"])
     return "\n".join(lines)
