@@ -35,13 +35,35 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         dynamic=args.enable_dynamic_jobs, ack=args.acknowledge_dynamic_jobs,
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
-        master_host=args.master_host, mmax=args.mmax)
+        master_host=args.master_host, mmax=args.mmax, users=args.users,
+        user_options=_user_options(args))
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages)")
     print(f"jobs: submitted={c['submitted']} = completed={c['completed_successfully']} + "
           f"rejected={c['rejected']} + killed/failed={killed}")
     print(f"wrote {result.jobs_csv} and {result.schedule_csv}")
+    if args.users:
+        print(f"user model '{args.users}' replayed {args.workload[0]}; lateness: batfeed metrics {result.jobs_csv}")
+    return 0
+
+
+def _user_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    opts = _json_arg(args.user_options, "--user-options")
+    if opts and not args.users:
+        raise BatfeedError("--user-options needs --users MODEL")
+    return opts
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from batfeed.users.sessions import format_stats, write_sessions
+    from batfeed.users.trace import load_trace
+
+    if args.threshold < 0:
+        raise BatfeedError(f"-t must be >= 0 minutes (got {args.threshold:g})")
+    stats = write_sessions(load_trace(args.trace), args.threshold, args.output)
+    print(format_stats(stats))
+    print(f"wrote {args.output}/users/<user>.json ({stats['users']} graphs), sessions.csv, summary.json, summary.txt")
     return 0
 
 
@@ -114,7 +136,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--sched-cfg", help="string forwarded in SIMULATION_BEGINS config.sched-config")
     s.add_argument("--master-host", default="master_host")
     s.add_argument("--mmax", type=int, help="keep only the first N compute machines")
+    s.add_argument("--users", metavar="MODEL",
+                   help="replay the (single) workload as a recorded trace through user model MODEL "
+                        "(rigid, feedback, a0/think-time, a60), wrapping --scheduler; enables dynamic jobs")
+    s.add_argument("--user-options", metavar="JSON",
+                   help='user-model options, e.g. {"speed_factor": 2, "graph": "reduced", "threshold_min": 30}')
     s.set_defaults(func=cmd_simulate)
+
+    s = sub.add_parser("sessions", help="split a trace into user sessions and write their dependency graphs")
+    s.add_argument("trace", help="workload JSON (from 'batfeed convert swf') or an SWF trace")
+    s.add_argument("-t", "--threshold", type=float, required=True, metavar="MINUTES",
+                   help="a new session starts when the inter-arrival is >= MINUTES (0 = a0, 60 = a60)")
+    s.add_argument("-o", "--output", required=True, metavar="DIR")
+    s.set_defaults(func=cmd_sessions)
 
     s = sub.add_parser("schedule", help="run a scheduler for a real Batsim (REP socket, no receive timeout)")
     s.add_argument("name")

@@ -47,7 +47,14 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                    socket: str = "tcp://localhost:28000", progress: bool = False, dynamic: bool = False,
                    ack: bool = False, profile_reuse: bool = False, forward_profiles: bool = False,
                    forward_unknown: bool = False, sched_config: str = "", master_host: str = "master_host",
-                   mmax: int | None = None, timeout_s: float | None = None) -> SimulationResult:
+                   mmax: int | None = None, timeout_s: float | None = None, users: str | None = None,
+                   user_options: dict[str, Any] | None = None) -> SimulationResult:
+    """``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
+    ``scheduler`` (:mod:`batfeed.users`): the trace is not given to the engine as a static workload,
+    dynamic jobs are enabled and ``user_options`` go to the user-model layer."""
+    if users is not None:
+        scheduler, options, workloads, dynamic = _user_model_setup(scheduler, options, workloads, users,
+                                                                   user_options)
     config = EngineConfig(enable_dynamic_jobs=dynamic, acknowledge_dynamic_jobs=ack,
                           enable_profile_reuse=profile_reuse, forward_profiles_on_submission=forward_profiles,
                           forward_unknown_events=forward_unknown, sched_config=sched_config)
@@ -83,6 +90,21 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         if proc is not None:
             _reap(proc)
     return result
+
+
+USER_LAYER = "batfeed.users:UserModelScheduler"
+
+
+def _user_model_setup(scheduler: str | None, options: dict[str, Any] | None, workloads: Sequence[str | Path],
+                      users: str, user_options: dict[str, Any] | None
+                      ) -> tuple[str, dict[str, Any], list[str | Path], bool]:
+    if scheduler is None:
+        raise BatfeedError("--users needs --scheduler (the scheduler the user model wraps)")
+    if len(workloads) != 1:
+        raise BatfeedError(f"--users replays exactly one recorded trace (got {len(workloads)} workloads)")
+    layer = {"scheduler": scheduler, "scheduler_options": dict(options or {}), "users": users,
+             "trace": str(Path(workloads[0]).resolve()), **(user_options or {})}
+    return USER_LAYER, layer, [], True
 
 
 def _alive_checker(proc: subprocess.Popen[bytes], name: str) -> Callable[[], None]:

@@ -33,7 +33,7 @@ Acknowledgements (both work, with identical schedules):
   be started in the same reply;
 - **with** it, Batsim echoes JOB_SUBMITTED at the same simulated time in the next message and the
   inner scheduler sees the job through the ordinary pybatsim path (the layer mutes pybatsim's
-  "job already in the job list" warning, one per job).
+  "job already in the job list" warning, one per job, see :class:`_LayerWarningsFilter`).
 
 Profiles: without ``--enable-profile-reuse`` Batsim garbage-collects a profile when a job using it
 ends, so every job gets its own profile ``p<name>``; with it, each trace profile is registered once
@@ -153,12 +153,17 @@ def make_model(name: str, trace: Trace, options: dict[str, Any] | None = None) -
     return MODELS[key](trace, options)
 
 
-class _AckWarningFilter(logging.Filter):
+class _LayerWarningsFilter(logging.Filter):
+    """Mutes two pybatsim warnings the layer makes moot: "dynamic registration is ENABLED, send
+    registration_finished" (the layer sends it) and, with acknowledgements, one "job already in the
+    job list" per job (the ACK of a registered job)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return "alredy in the job list" not in str(record.msg)
+        msg = str(record.msg)
+        return "alredy in the job list" not in msg and "Dynamic registration of jobs is ENABLED" not in msg
 
 
-_ACK_FILTER = _AckWarningFilter()
+_LAYER_FILTER = _LayerWarningsFilter()
 
 LAYER_OPTIONS = ("scheduler", "scheduler_options", "users", "trace", "workload_name", "speed_factor",
                  "kill_at_walltime")
@@ -171,6 +176,7 @@ class UserModelScheduler(BatsimScheduler):
                  model: UserModel | None = None):
         options = dict(options or {})
         super().__init__(options)
+        logging.getLogger("batsim.batsim").addFilter(_LAYER_FILTER)   # idempotent
         self._bs: Any = None
         if inner is None:
             from batfeed.registry import make_scheduler
@@ -299,8 +305,6 @@ class UserModelScheduler(BatsimScheduler):
                                  "--enable-dynamic-jobs (batfeed simulate --users does it)")
         self.ack = bool(bs.ack_of_dynamic_jobs)
         self.profile_reuse = bool(bs.batconf.get("profile-reuse-enabled", False))
-        if self.ack:
-            logging.getLogger("batsim.batsim").addFilter(_ACK_FILTER)
         self.inner.onSimulationBegins()
         self.model.start()
 
