@@ -8,7 +8,6 @@ the workload JSON (integer ``res``, ``walltime`` -1 or > 0, ``delay`` > 0, safe 
 from __future__ import annotations
 
 import gzip
-import json
 import lzma
 import math
 import re
@@ -23,7 +22,7 @@ from batfeed.adapters.report import Tally
 from batfeed.errors import InputError
 
 __all__ = ["BadRecord", "ConvertOptions", "Cleaned", "TraceJob", "clean_jobs", "fmt_number", "job_res",
-           "is_int_text", "open_text", "parse_duration", "read_lines", "trace_stem", "write_workload"]
+           "is_int_text", "open_text", "parse_duration", "read_lines", "trace_stem"]
 
 UNITS = ("procs", "nodes")
 PROFILE_MODES = ("runtime", "job")
@@ -31,7 +30,7 @@ OVER_REQUEST = ("keep", "cap", "drop", "raise")
 ZERO_RUNTIME = ("one_second", "drop")
 # Drop reasons that are a user's choice or a normal record, not a bad one: --strict does not stop on them.
 BENIGN = frozenset({"filtered_status", "filtered_user", "outside_window", "beyond_max_jobs", "never_started",
-                    "job_step", "array_parent", "no_end_record"})
+                    "job_step", "array_parent", "no_end_record", "not_run"})
 
 
 class BadRecord(InputError):
@@ -138,6 +137,7 @@ class TraceJob:
     user: Any = None
     queue: Any = None
     ran: bool = True           # False: never started (cancelled in the queue)
+    skip: str | None = None    # a benign drop reason decided by the reader (job step, still running ...)
     meta: dict[str, Any] = field(default_factory=dict)
     raw: Any = None            # the adapter's own record (SWF's extra_drop hook)
 
@@ -292,7 +292,7 @@ def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOption
                 raise it
             tally.drop("corrupt_line", it.line, it.job, it.path)
             continue
-        if reason := _filter_reason(it, opts):
+        if reason := it.skip or _filter_reason(it, opts):
             tally.drop(reason, it.line, it.id, it.path)
             continue
         res = scale_size(job_res(it, opts), opts)
@@ -353,22 +353,10 @@ def _to_batsim(kept: list[tuple[TraceJob, int, float, float]], opts: ConvertOpti
         profiles.setdefault(pname, {"type": "delay", "delay": float(delay)})
         entry: dict[str, Any] = {"id": jid, "subtime": job.submit - origin, "res": res,
                                  "walltime": walltime if walltime > 0 else -1, "profile": pname}
-        if not isinstance(job.id, int):
+        if str(job.id) != str(jid):
             entry["original_id"] = str(job.id)
         entry.update(job.meta)
+        if entry.get("original_id") == str(jid):
+            del entry["original_id"]
         jobs.append(entry)
     return Cleaned(jobs, profiles, origin, tally)
-
-
-def write_workload(path: Path, top: dict[str, Any], jobs: list[dict], profiles: dict[str, dict]) -> Path:
-    """Write the workload JSON with one job / profile per line (diff- and grep-friendly)."""
-    with path.open("w", encoding="utf-8") as out:
-        out.write("{\n")
-        for key, value in top.items():
-            out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
-        out.write('  "jobs": [')
-        out.write(",".join(f"\n    {json.dumps(job)}" for job in jobs))
-        out.write('\n  ],\n  "profiles": {')
-        out.write(",".join(f"\n    {json.dumps(n)}: {json.dumps(p)}" for n, p in profiles.items()))
-        out.write("\n  }\n}\n")
-    return path

@@ -9,13 +9,14 @@ get consecutive ids, so a node outage maps to that block (:func:`node_resource_i
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from batfeed.errors import InputError
 
-__all__ = ["expand_hostlist", "node_resource_ids", "platform_size", "write_node_platform"]
+__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "platform_size", "write_node_platform"]
 
 MASTER = "master_host"
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
@@ -106,6 +107,19 @@ def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit
     path = Path(path)
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def nodes_from_jobs(items: Iterable[Any]) -> list[tuple[str, int]]:
+    """(node, processors) of the hosts named in jobs' ``meta["hosts"]``, sorted by name: the most
+    processors one job used on each (its processors spread evenly over its hosts, at least 1)."""
+    slots: dict[str, int] = {}
+    for it in items:
+        hosts = getattr(it, "meta", {}).get("hosts")
+        if hosts:
+            per = -(-max(it.procs, 1) // len(hosts))
+            for h in hosts:
+                slots[h] = max(slots.get(h, 1), per)
+    return sorted(slots.items())
 
 
 def platform_size(nodes: Sequence[tuple[str, int]], unit: str) -> int:

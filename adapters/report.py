@@ -28,6 +28,7 @@ class Tally:
     warnings: Counter[str] = field(default_factory=Counter)
     first_dropped: dict[str, list[str]] = field(default_factory=dict)
     multi_file: bool = False  # examples name the file when several inputs are merged
+    item: str = "job"         # what an example names ("job 12", "node n01")
 
     def drop(self, reason: str, line: int | None, job: Any = None, path: str | None = None) -> None:
         """Count one dropped record under ``reason`` (keeping its place as an example)."""
@@ -36,7 +37,7 @@ class Tally:
         if len(examples) < FIRST_DROPPED_MAX:
             where = f"{Path(path).name} " if self.multi_file and path else ""
             where += f"line {line}" if line is not None else "(no line)"
-            examples.append(f"{where}: job {job}" if job is not None else where)
+            examples.append(f"{where}: {self.item} {job}" if job is not None else where)
 
     def modify(self, reason: str, count: int = 1) -> None:
         self.modified[reason] += count

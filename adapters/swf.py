@@ -26,9 +26,9 @@ from batfeed.adapters.common import (
     read_lines,
     scale_size,
     trace_stem,
-    write_workload,
 )
 from batfeed.adapters.report import FIRST_DROPPED_MAX, format_report, write_report
+from batfeed.adapters.workload import ConversionResult, write_workload
 
 from batfeed.errors import InputError
 
@@ -89,17 +89,6 @@ class CorruptLine(BadRecord):
     def __init__(self, message: str, path: str, line: int, job: int | None):
         InputError.__init__(self, message, path, line)
         self.job = job
-
-
-@dataclass
-class ConversionResult:
-    """Paths of the files written by :func:`convert_swf`, its report and the platform size."""
-
-    workload_path: Path
-    platform_path: Path
-    report_path: Path
-    report: dict[str, Any]
-    nb_res: int
 
 
 def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfRecord:

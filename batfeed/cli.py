@@ -77,14 +77,9 @@ def cmd_schedule(args: argparse.Namespace) -> int:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    if args.format != "swf":
-        raise BatfeedError(f"converter '{args.format}' is not available yet (available: swf)")
-    from batfeed.adapters.swf import convert_swf, format_report
+    from batfeed.adapters.cli import run_convert
 
-    result = convert_swf(args.input, args.output, strict=args.strict)
-    print(format_report(result.report))
-    print(f"wrote {result.workload_path}, {result.platform_path}, {result.report_path}")
-    return 0
+    return run_convert(args, args.convert_defaults)
 
 
 def cmd_metrics(args: argparse.Namespace) -> int:
@@ -156,12 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--options", help="scheduler options as a JSON object")
     s.set_defaults(func=cmd_schedule)
 
-    s = sub.add_parser("convert", help="convert a trace to Batsim inputs")
-    s.add_argument("format", help="swf")
-    s.add_argument("input")
-    s.add_argument("-o", "--output", required=True, metavar="DIR")
-    s.add_argument("--strict", action="store_true", help="fail on the first bad record (default: skip and count)")
-    s.set_defaults(func=cmd_convert)
+    from batfeed.adapters.cli import add_convert_parser
+
+    s = add_convert_parser(sub)  # formats and options: adapters/cli.py
+    s.set_defaults(func=cmd_convert, convert_defaults={a.dest: a.default for a in s._actions})
 
     s = sub.add_parser("metrics", help="metrics of a PREFIX_jobs.csv")
     s.add_argument("jobs_csv")

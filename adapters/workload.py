@@ -1,0 +1,89 @@
+"""Writing an adapter's outputs: Batsim workload JSON (batsim-protocol.md §8), platform XML and the
+cleaning report, under ``DIR/<stem>.json``, ``<stem>_platform.xml`` and ``<stem>_report.json``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from batfeed.adapters.common import Cleaned, ConvertOptions
+from batfeed.adapters.nodes import write_node_platform
+from batfeed.adapters.report import write_report
+
+__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload"]
+
+
+@dataclass
+class ConversionResult:
+    """Paths of the files written by a converter, its report and the platform size."""
+
+    workload_path: Path
+    platform_path: Path
+    report_path: Path
+    report: dict[str, Any]
+    nb_res: int
+
+
+def write_workload(path: Path, top: dict[str, Any], jobs: list[dict], profiles: dict[str, dict]) -> Path:
+    """Write the workload JSON with one job / profile per line (diff- and grep-friendly)."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write("{\n")
+        for key, value in top.items():
+            out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
+        out.write('  "jobs": [')
+        out.write(",".join(f"\n    {json.dumps(job)}" for job in jobs))
+        out.write('\n  ],\n  "profiles": {')
+        out.write(",".join(f"\n    {json.dumps(n)}: {json.dumps(p)}" for n, p in profiles.items()))
+        out.write("\n  }\n}\n")
+    return path
+
+
+def load_workload_json(path: str | Path) -> dict[str, Any]:
+    """Read a Batsim workload JSON (plain or compressed) as a dict; InputError if it is not one."""
+    from batfeed.adapters.common import open_text
+
+    from batfeed.errors import InputError
+
+    with open_text(path) as stream:
+        try:
+            data = json.load(stream)
+        except json.JSONDecodeError as err:
+            raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", str(path), err.lineno) from None
+        except (OSError, EOFError, ValueError) as err:
+            raise InputError(f"cannot read: {err}", str(path)) from None
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        raise InputError("not a Batsim workload (no 'jobs' array)", str(path))
+    return data
+
+
+def finish_conversion(out_dir: str | Path, stem: str, cleaned: Cleaned, *, inputs: list[str], read: int,
+                      size: int, size_src: str, opts: ConvertOptions, fmt: str,
+                      nodes: Sequence[tuple[str, int]] | None = None, speeds: Sequence[float] | None = None,
+                      unix_origin: bool = True,
+                      **report_extra: Any) -> ConversionResult:
+    """Write workload, platform (named ``nodes``, relative ``speeds``, or ``size`` homogeneous hosts), report.
+
+    ``unix_origin``: the trace times are Unix epochs, so subtime 0 is epoch ``origin``
+    (top-level ``unix_start``, used to align downtimes).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    top: dict[str, Any] = {"nb_res": size, "origin": cleaned.origin}
+    if unix_origin:
+        top["unix_start"] = cleaned.origin
+    top["source"] = {"format": fmt, "inputs": inputs}
+    workload_path = write_workload(out / f"{stem}.json", top, cleaned.jobs, cleaned.profiles)
+    if nodes:
+        platform_path = write_node_platform(out / f"{stem}_platform.xml", nodes, opts.unit, speeds=speeds or None)
+    else:
+        from batfeed.platforms.generate import write_homogeneous_platform
+
+        platform_path = Path(write_homogeneous_platform(out / f"{stem}_platform.xml", size))
+    report = cleaned.tally.report(inputs[0] if len(inputs) == 1 else inputs, read, len(cleaned.jobs),
+                                  nb_res=size, platform_size_from=size_src, options=opts.summary(),
+                                  **report_extra)
+    report_path = write_report(out / f"{stem}_report.json", report)
+    return ConversionResult(workload_path, platform_path, report_path, report, size)
