@@ -172,21 +172,27 @@ def load_merged(paths: list[str | Path]) -> dict[str, Any]:
     return model
 
 
-_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+class MissingVariable(ValueError):
+    """A ``${VAR:?message}`` whose variable is unset (or empty), as Compose reports it."""
 
 
 def interpolate(text: str, env: dict[str, str]) -> str:
-    """Compose's variable substitution (the forms used in batfeed's files; no nesting, no ``?``)."""
+    """Compose's variable substitution: ``$$``, ``$VAR``, ``${VAR}``, ``${VAR:-default}``,
+    ``${VAR-default}``, ``${VAR:?error}``, ``${VAR?error}`` (no nesting)."""
 
     def repl(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
-        name = m.group(1) or m.group(4)
+        name, op, arg = m.group(1) or m.group(4), m.group(2), m.group(3)
         value = env.get(name)
-        if m.group(2) == ":-" and not value:
-            return m.group(3)
-        if m.group(2) == "-" and value is None:
-            return m.group(3)
+        missing = not value if op and op.startswith(":") else value is None
+        if op in (":-", "-") and missing:
+            return arg
+        if op in (":?", "?") and missing:
+            raise MissingVariable(f"required variable {name} is missing a value: {arg}")
         return value or ""
 
     return _VAR.sub(repl, text)
