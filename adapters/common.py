@@ -242,6 +242,8 @@ def _drop_reason(job: TraceJob, res: int, size: int, seen: dict[Any, int | None]
     what = "processors" if opts.unit == "procs" else "nodes"
     if not job.ran:
         return "never_started", f"never started (status {job.status})"
+    if not math.isfinite(job.submit):
+        return "bad_submit_time", f"submit time {job.submit} is not a finite number"
     if res <= 0:
         message = no_res_message(job.raw) if no_res_message else f"no {what} (procs {job.procs}, nodes {job.nodes})"
         return f"no_{what}", message
@@ -267,16 +269,21 @@ def _filter_reason(job: TraceJob, opts: ConvertOptions) -> str | None:
 
 def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOptions, *, strict: bool = False,
                extra_drop: Callable[[Any, int], tuple[str, str] | None] | None = None,
-               no_res_message: Callable[[Any], str] | None = None, tally: Tally | None = None) -> Cleaned:
+               no_res_message: Callable[[Any], str] | None = None, tally: Tally | None = None,
+               sort: bool = False) -> Cleaned:
     """Apply the cleaning rules to every record: drop (with a reason), repair or keep it.
 
     Order: corrupt records, filters, never started, no resources, larger than the machine,
     negative run time, duplicate id, ``extra_drop``, zero run time, missing request, run ≥ request,
     ``max_jobs``.  ``strict`` raises :class:`InputError` (file:line: job: reason) on the first record
     dropped for a non-benign reason.  Ids: the original integer ids when all are integers and
-    unique, else 1..N in file order (the original id is kept in ``original_id``).
+    unique, else 1..N in file order (the original id is kept in ``original_id``).  ``sort``: process
+    the jobs in submit order (stable; unparsable records first) instead of file order.
     """
     tally = tally or Tally()
+    if sort:
+        items = [i for i in items if isinstance(i, BadRecord)] + sorted(
+            (i for i in items if isinstance(i, TraceJob)), key=lambda j: j.submit)
     kind, factor = _fallback_spec(opts.walltime_fallback)
     longest: dict[Any, float] = {}
     if kind in ("max", "queue"):

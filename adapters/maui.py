@@ -148,7 +148,7 @@ def convert_maui(trace: str | Path, out_dir: str | Path, *, resources: str | Pat
         size, src = max((job_res(j, opts) for j in items if isinstance(j, TraceJob)), default=0), "max_job"
         if size <= 0:
             raise InputError("no resource trace and no job size: pass nb_res", path)
-    cleaned = clean_jobs(items, size, opts, strict=strict, tally=tally)
+    cleaned = clean_jobs(items, size, opts, strict=strict, tally=tally, sort=True)
     extra: dict[str, Any] = {}
     if maui_nodes:
         extra["resources"] = {"input": str(resources), "nodes": len(maui_nodes),

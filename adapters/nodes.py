@@ -92,7 +92,7 @@ def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit
         if not name or name == MASTER or name in seen:
             raise ValueError(f"bad or duplicate node name {name!r}")
         seen.add(name)
-        spd = quoteattr(f"{base * speeds[i]:.9g}f" if speeds else speed)
+        spd = quoteattr(f"{base * speeds[i] / 1e6:.9g}Mf" if speeds else speed)
         node_prop = f'<prop id="node" value={quoteattr(name)}/>'
         role = '<prop id="role" value="compute_node"/>'
         if unit == "nodes":

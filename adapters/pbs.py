@@ -298,6 +298,8 @@ def pbs_jobs(records: Iterable[PbsRecord], tz: str = "UTC", tally: Tally | None 
             out.append(_build(job, tz, tally))
         except BadRecord as err:
             out.append(err)
+        except (ValueError, OverflowError, OSError) as err:  # e.g. a Q record stamp that is no date
+            out.append(BadRecord(f"bad value: {err}", job.last.path, job.last.line, job.key))
     return out, unended, counts
 
 
@@ -357,7 +359,7 @@ def convert_pbs(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: bo
         if size <= 0:
             raise InputError("no node list, no exec_host and no job size: pass nb_res", paths[0])
     size = scale_size(size, opts)
-    cleaned = clean_jobs(items, size, opts, strict=strict, tally=tally)
+    cleaned = clean_jobs(items, size, opts, strict=strict, tally=tally, sort=True)
     return finish_conversion(out_dir, name or trace_stem(paths[0]), cleaned, inputs=paths, read=read,
                              size=size, size_src=src, opts=opts, fmt="pbs", nodes=nodes,
                              unit="jobs", records=counts)

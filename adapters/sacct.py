@@ -170,7 +170,7 @@ def convert_sacct(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: 
         if size <= 0:
             raise InputError("no node list and no job size: pass nb_res", paths[0])
     size = scale_size(size, opts)
-    cleaned = clean_jobs(items, size, opts, strict=strict, tally=Tally(multi_file=len(paths) > 1))
+    cleaned = clean_jobs(items, size, opts, strict=strict, tally=Tally(multi_file=len(paths) > 1), sort=True)
     return finish_conversion(out_dir, name or trace_stem(paths[0]), cleaned, inputs=paths, read=len(items),
                              size=size, size_src=src, opts=opts, fmt="sacct", nodes=nodes, unit="jobs",
                              time_zone=tz)
