@@ -29,6 +29,7 @@ __all__ = ["ExportResult", "MauiNode", "convert_maui", "export_maui", "read_maui
 NB_FIELDS = 44
 NB_RESOURCE_FIELDS = 21
 NONE = "[NONE]"
+DEFAULT_EPOCH = 1_000_000_000.0  # export time base when the workload has no unix_start (Maui: start 0 = not run)
 _NUMERIC = {1: ("nodes requested", int), 2: ("tasks requested", int), 5: ("wallclock limit", float),
             8: ("submission time", float), 10: ("start time", float), 11: ("completion time", float),
             31: ("processors per task", int)}
@@ -190,7 +191,7 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
     """Write ``<stem>_maui_workload.txt`` (44 fields per job) and ``<stem>_maui_resources.txt``.
 
     ``source``: a Batsim workload JSON or an SWF trace (converted first with ``swf_options``).
-    Times: ``epoch`` + subtime (default epoch: the workload's ``unix_start``, else 0), rounded to
+    Times: ``epoch`` + subtime (default: the workload's ``unix_start``, else 10⁹), rounded to
     whole seconds; start = submit + recorded wait (``swf_wait``/``trace_wait``, else 0).  ``unit``:
     a Batsim resource is a processor (tasks = res) or a node (nodes = res, tasks = res × ppn).
     Jobs without a delay profile are dropped; a missing walltime becomes the run time (rounded up).
@@ -205,7 +206,8 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
         from batfeed.adapters.swf import convert_swf
 
         data = load_workload_json(convert_swf(source, out, name=stem, **swf_options).workload_path)
-    base = epoch if epoch is not None else float(data.get("unix_start", 0) or 0)
+    unix = data.get("unix_start")
+    base = epoch if epoch is not None else float(unix) if isinstance(unix, (int, float)) else DEFAULT_EPOCH
     profiles = data.get("profiles", {})
     tally = Tally()
     lines = []
