@@ -42,9 +42,9 @@ timeout_s=600
 keep=0
 scenario_arg=""
 
-usage() {
+usage() { # [STATUS]: the header comment; exit STATUS (default 2, usage error)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-    exit 2
+    exit "${1:-2}"
 }
 die() { # status message...
     local status=$1
@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
         --port) [ $# -ge 2 ] || usage; port=$2; shift ;;
         --timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift ;;
         --keep) keep=1 ;;
-        -h|--help) usage ;;
+        -h|--help) usage 0 ;;
         -*) echo "run-integration.sh: unknown option $1" >&2; usage ;;
         *) [ -z "$scenario_arg" ] || usage; scenario_arg=$1 ;;
     esac
