@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ __all__ = ["DowntimeResult", "Outage", "convert_downtimes", "parse_time", "read_
 SOURCES = ("outages", "states", "maintenance", "lanl")
 DEFAULT_MIN_DURATION = 240.0  # 4 minutes, as in the Maui/PBS simulation study
 DOWN_STATES = re.compile(r"down|offline|unknown|drain", re.IGNORECASE)
+_US_TIME = re.compile(r"([0-9]{1,2})/([0-9]{1,2})/([0-9]{4}) ([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?")
 LANL_CAUSES = ("Facilities", "Hardware", "Human Error", "Network", "Undetermined", "Software")
 
 
@@ -51,24 +52,27 @@ class Outage:
     cause: str
     path: str
     line: int
+    flag: str | None = None  # a warning to count (e.g. LANL down time disagrees with its timestamps)
 
 
 def parse_time(text: str, tz: Any) -> float:
-    """Epoch seconds of a number, an ISO time, ``m/d/yyyy h:mm[:ss]`` or ``HH:MM:SS_MM/DD/YYYY``."""
+    """Epoch seconds of a number, an ISO time, ``m/d/yyyy h:mm[:ss]`` or ``HH:MM:SS_MM/DD/YYYY``
+    (local times in zone ``tz``; None = UTC)."""
     text = text.strip()
+    tz = tz or UTC
     try:
         value = float(text)
         if math.isfinite(value):
             return value
     except ValueError:
         pass
-    for fmt in ("%m/%d/%Y %H:%M", "%m/%d/%Y %H:%M:%S", "%H:%M:%S_%m/%d/%Y"):
-        try:
-            stamp = datetime.strptime(text, fmt)
-            break
-        except ValueError:
-            continue
-    else:
+    if m := _US_TIME.fullmatch(text):  # fast path for m/d/yyyy h:mm[:ss] (LANL)
+        mo, d, y, h, mi, sec = m.groups()
+        stamp = datetime(int(y), int(mo), int(d), int(h), int(mi), int(sec or 0))
+        return stamp.replace(tzinfo=tz).timestamp()
+    try:
+        stamp = datetime.strptime(text, "%H:%M:%S_%m/%d/%Y")
+    except ValueError:
         try:
             stamp = datetime.fromisoformat(text)
         except ValueError:
@@ -184,7 +188,10 @@ def _lanl(get: Any, zone: Any, name: str, lineno: int) -> Outage:
     if not math.isfinite(end):
         raise ValueError("no end time")
     cause = next((f"{c}: {get(c.lower())}" for c in LANL_CAUSES if get(c.lower())), "")
-    return Outage(int(float(node)), start, end, "unplanned", cause, name, lineno)
+    flag = None
+    if fixed and minutes and abs((end - start) / 60 - float(minutes)) > 1:
+        flag = "lanl_down_time_disagrees_with_fixed_minus_started"
+    return Outage(int(float(node)), start, end, "unplanned", cause, name, lineno, flag)
 
 
 def workload_span(path: str | Path) -> tuple[float | None, float]:
@@ -254,6 +261,8 @@ def convert_downtimes(inputs: Iterable[str | Path], out_dir: str | Path, *, plat
                 raise it
             tally.drop("corrupt_line", it.line, None, it.path)
             continue
+        if it.flag:
+            tally.warn(it.flag)
         keys = order if it.node == "ALL" else [it.node]
         for key in keys:
             read += 1
