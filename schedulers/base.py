@@ -30,8 +30,12 @@ def make_procset(ivs: Intervals) -> ProcSet:
         if c <= b + 1:
             return ProcSet(*ivs)
     ps = ProcSet()
-    ps._itvs = [ProcInt(a, b) for a, b in ivs]  # procset 1.x internal list (pinned <2)
+    # procset 1.x internal list (pinned <2); the bounds are valid ints, skip ProcInt's checks
+    ps._itvs = [_new_tuple(ProcInt, iv) for iv in ivs]
     return ps
+
+
+_new_tuple = tuple.__new__
 
 
 class BatfeedScheduler(BatsimScheduler):

@@ -6,7 +6,7 @@ ahead of it only if it delays none of their reservations.  At each decision:
 
 1. if a job ended before its expected end or machines came back: *compression* — in priority
    order (option ``policy``, FCFS by default), each job's reservation is removed and put back at
-   its earliest fit, which is never later than before;
+   its earliest fit, which is never later than before (repeated until nothing moves);
    if machines became unavailable, all reservations are re-planned in priority order (they may
    then move later: the guarantee only holds without unplanned downtime);
 2. each job submitted since the previous decision gets the earliest reservation where q machines
@@ -41,7 +41,8 @@ class Conservative(BackfillScheduler):
         self._lost = False                                 # capacity lost (machines down)
 
     # ---------------------------------------------------------------- profile bookkeeping
-    def _reserve(self, e: Entry, now: float, before: float = INF, not_before: float | None = None) -> None:
+    def _reserve(self, e: Entry, now: float, before: float = INF, not_before: float | None = None,
+                 prev: float | None = None) -> None:
         t = self.profile.earliest(e.q, e.p, now, self.free.count, before)
         if t == INF and before < INF:
             t = self.profile.earliest(e.q, e.p, now, self.free.count)
@@ -50,7 +51,7 @@ class Conservative(BackfillScheduler):
         self.profile.reserve(t, e.p, e.q)
         self.res[e.id] = (t, e)
         self.plan.add((t, e.seq, e.id))
-        if self.trace_reservations:
+        if self.trace_reservations and t != prev:
             self.record(now, e, t)
 
     def _unreserve(self, e: Entry) -> float:
@@ -84,13 +85,11 @@ class Conservative(BackfillScheduler):
         if self._lost or self._early:
             order = [e for e in wq.ordered() if e.id in self.res]
             if self._lost:                                  # re-plan from scratch
-                for e in order:
-                    self._unreserve(e)
-                for e in order:
-                    self._reserve(e, now)
+                olds = [self._unreserve(e) for e in order]
+                for e, old in zip(order, olds, strict=True):
+                    self._reserve(e, now, prev=old)
             else:                                           # compression: never later than before
-                for e in order:
-                    self._reserve(e, now, before=self._unreserve(e))
+                self._compress(order, now)
             self._early = self._lost = False
         for e in new:
             if e.where >= 0 and e.id not in self.res:
@@ -105,6 +104,27 @@ class Conservative(BackfillScheduler):
                 continue
             wq.remove(e)
             self.launch(e, ivs, now)
+        t = self.plan[0][0] if self.plan else INF
+        if not self.running and now < t < INF and t not in self._calls:
+            self._calls.add(t)                              # safety net: nothing else would wake us
+            self.bs.wake_me_up_at(t)
+
+    def _compress(self, order: list[Entry], now: float) -> None:
+        """Compression passes in priority order until no reservation moves.
+
+        One pass can leave a job reserved at the end of another job's reservation that a later
+        job of the same pass then moved earlier: nothing would happen at that time any more.  At
+        the fixpoint every reservation sits where the profile rises (a running job's, a reserved
+        job's or a window's end), so an event always wakes the scheduler then.
+        """
+        for _ in range(len(order) + 1):
+            moved = False
+            for e in order:
+                old = self._unreserve(e)
+                self._reserve(e, now, before=old, prev=old)
+                moved = moved or self.res[e.id][0] < old
+            if not moved:
+                return
 
     def _next_change(self, now: float) -> float:
         return next((t for t, _ in self.profile.levels(now, self.free.count) if t > now), INF)

@@ -58,6 +58,8 @@ class Easy(BackfillScheduler):
         if self.opts["reservation"] not in ("count", "machines"):
             raise OptionError(f"option 'reservation' must be 'count' or 'machines', got {self.opts['reservation']!r}")
         self.machines_mode = self.opts["reservation"] == "machines"
+        self._idle: tuple | None = None     # (profile version, free, head, shadow, extra) of a decision
+                                            # that started nothing
 
     def schedule(self) -> None:
         now = self.bs.time()
@@ -67,9 +69,11 @@ class Easy(BackfillScheduler):
         wq.new = []
         self._ended = False
         if self.free.count == 0 and not self.trace_reservations:
+            self._idle = None
             return
         self.profile.prune_windows(now)
         head = wq.head()                              # 1) start from the head while it fits
+        idle = self._idle is not None
         while head is not None:
             ivs = self.allocate(head, now)
             if ivs is None:
@@ -77,12 +81,13 @@ class Easy(BackfillScheduler):
             wq.remove(head)
             self.launch(head, ivs, now)
             head = wq.head()
+            idle = False
         if head is None:
-            return
-        if self.machines_mode:
+            self._idle = None
+        elif self.machines_mode:
             self._backfill_machines(now, head, new, ended)
         else:
-            self._backfill_count(now, head)
+            self._backfill_count(now, head, new, idle)
 
     # ---------------------------------------------------------------- reservation of the head
     def shadow(self, now: float, head: Entry) -> tuple[float, int]:
@@ -132,16 +137,28 @@ class Easy(BackfillScheduler):
         return INF, 0, []
 
     # ---------------------------------------------------------------- count mode (models.md §A)
-    def _backfill_count(self, now: float, head: Entry) -> None:
-        shadow, extra = self.shadow(now, head)
+    def _backfill_count(self, now: float, head: Entry, new: list[Entry], idle: bool) -> None:
+        free = self.free.count
+        sig = (self.profile.version, free, head)
+        if idle and sig == self._idle[:3] and not self.profile.windows:
+            # Nothing changed since a decision that started nothing: the other waiting jobs failed
+            # then with this very shadow and extra and would fail again (they only end later now);
+            # only the jobs submitted since can start (in backfill order).
+            shadow, extra = self._idle[3:]
+            candidates = sorted((e for e in new if e.where >= 0 and e is not head), key=self.wq.backfill_key)
+        else:
+            shadow, extra = self.shadow(now, head)
+            candidates = None
         if self.trace_reservations:
             self.record(now, head, shadow)
-        free = self.free.count
         if free == 0:
+            self._idle = None
             return
         st = ScanState(free, shadow - now + 1e-6 * (1.0 + abs(shadow)), extra)
         started = []
-        for e in self.wq.scan(st):
+        for e in self.wq.scan(st) if candidates is None else candidates:
+            if e.q > st.free:
+                continue
             if e is head:
                 continue
             after = now + e.p > shadow
@@ -157,6 +174,7 @@ class Easy(BackfillScheduler):
                 st.extra -= e.q
         for e in started:
             self.wq.remove(e)
+        self._idle = None if started else (*sig, shadow, extra)
 
     # ---------------------------------------------------------------- machines mode (batsched easy_bf)
     def _backfill_machines(self, now: float, head: Entry, new: list[Entry], ended: bool) -> None:

@@ -212,11 +212,13 @@ class QueueIndex:
             b = i - size
             qs, ps, ents = self.qs[b], self.ps[b], self.ents[b]
             self.examined += len(qs)
+            free, extra, horizon = st.free, st.extra, st.horizon
             for k in range(len(qs)):
                 q = qs[k]
-                if q <= st.free and (q <= st.extra or ps[k] <= st.horizon):
+                if q <= free and (q <= extra or ps[k] <= horizon):
                     yield ents[k]
-                    if st.free <= 0:
+                    free, extra, horizon = st.free, st.extra, st.horizon
+                    if free <= 0:
                         return
 
 
@@ -234,6 +236,7 @@ class WaitQueue:
         self._arrivals: list[tuple[float, int, Entry]] = []   # heap for Θ promotion
         self.seq = 0
         self.new: list[Entry] = []                     # submitted since the scheduler last cleared it
+        self.dynamic = self.P.dynamic or (self.B is not None and self.B.dynamic)
 
     def __len__(self) -> int:
         return len(self.main) + len(self.starved)
@@ -263,8 +266,9 @@ class WaitQueue:
     def refresh(self, now: float) -> bool:
         """Θ promotions and re-keying of dynamic policies at ``now``; True if the order may have changed."""
         changed = False
-        if self.theta is not None:
-            arr, limit = self._arrivals, now - self.theta
+        arr = self._arrivals
+        if arr and (arr[0][2].where != 0 or arr[0][0] < now - self.theta):   # (empty when Θ is None)
+            limit = now - self.theta
             while arr and (arr[0][2].where != 0 or arr[0][0] < limit):
                 e = heapq.heappop(arr)[2]
                 if e.where == 0:
@@ -274,6 +278,8 @@ class WaitQueue:
                     e.where = 1
                     self.starved.add((e.r, e.seq), e)
                     changed = True
+        if not self.dynamic:
+            return changed
         for pol, index, attr in ((self.P, self.main, "kp"), (self.B, self.main_b, "kb")):
             if pol is not None and pol.dynamic and index is not None and len(index):
                 items = []
@@ -287,7 +293,9 @@ class WaitQueue:
         return changed
 
     def head(self) -> Entry | None:
-        return self.starved.first() or self.main.first()
+        if self.starved.n:
+            return self.starved.ents[0][0]
+        return self.main.ents[0][0] if self.main.n else None
 
     def ordered(self) -> list[Entry]:
         """Q: starved jobs by submission, then the others in order P."""
@@ -296,6 +304,12 @@ class WaitQueue:
     def backfill_order(self) -> list[Entry]:
         """Starved jobs by submission, then the others in order B."""
         return list(self.starved) + list(self.main_b if self.main_b is not None else self.main)
+
+    def backfill_key(self, e: Entry) -> tuple:
+        """Position of ``e`` in the backfill order (starved jobs first, then B)."""
+        if e.where == 1:
+            return (0, (e.r, e.seq))
+        return (1, e.kb if self.main_b is not None else e.kp)
 
     def scan(self, st: ScanState) -> Iterator[Entry]:
         """Backfill candidates (see :meth:`QueueIndex.scan`): starved jobs first, then order B."""

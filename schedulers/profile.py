@@ -53,6 +53,7 @@ class Profile:
         self.jobs: dict[str, tuple[tuple[float, int], Intervals]] = {}
         self.total = 0                  # sum of ret over running jobs
         self._seq = 0
+        self.version = 0                # changes whenever the profile does
         self.steps: SortedDict = SortedDict()
         self.windows: list[Window] = []
         self.unavailable: Intervals = []    # machines down now (those in a window come back at its end)
@@ -62,6 +63,7 @@ class Profile:
         """A job started now, expected to end at ``end`` (start + p̃); ``ret`` machines come back then."""
         key = (end, self._seq)
         self._seq += 1
+        self.version += 1
         self.jobs[jid] = (key, ivs)
         self.total += ret
         if not self._keys or key > self._maxes[-1]:
@@ -99,6 +101,7 @@ class Profile:
             return
         b, i = self._locate(jid)
         del self.jobs[jid]
+        self.version += 1
         del self._keys[b][i], self._ids[b][i]
         ret = self._rets[b].pop(i)
         self._sums[b] -= ret
@@ -110,6 +113,7 @@ class Profile:
             self._maxes[b] = self._keys[b][-1]
 
     def set_ret(self, jid: str, ret: int) -> None:
+        self.version += 1
         b, i = self._locate(jid)
         d = ret - self._rets[b][i]
         self._rets[b][i] = ret
@@ -133,15 +137,19 @@ class Profile:
             return -INF, 0
         if need > self.total:
             return INF, self.total
-        cum = list(accumulate(self._sums))
-        b = bisect_left(cum, need)
-        before = cum[b - 1] if b else 0
+        if len(self._sums) == 1:
+            b, before = 0, 0
+        else:
+            cum = list(accumulate(self._sums))
+            b = bisect_left(cum, need)
+            before = cum[b - 1] if b else 0
         inner = list(accumulate(self._rets[b]))
         i = bisect_left(inner, need - before)
         return self._keys[b][i][0], before + inner[i]
 
     # ------------------------------------------------------------------ steps: reservations, windows
     def _step(self, t: float, delta: int) -> None:
+        self.version += 1
         v = self.steps.get(t, 0) + delta
         if v:
             self.steps[t] = v
