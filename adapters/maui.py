@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, clean_jobs, job_res, read_lines, trace_stem
-from batfeed.adapters.nodes import node_resource_ids, platform_size
+from batfeed.adapters.nodes import node_resource_ids, platform_size, xml_safe
 from batfeed.adapters.report import Tally, write_report
 from batfeed.adapters.workload import ConversionResult, finish_conversion, load_workload_json
 
@@ -112,8 +112,8 @@ def read_maui_resources(path: str | Path, tally: Tally | None = None) -> list[Ma
             speed = 1.0 if _value(f[17]) is None else _number(f[17], float, "resource speed", name, lineno, f[3])
             if procs < 1 or speed <= 0:
                 raise BadRecord("configured processors and speed must be > 0", name, lineno, f[3])
-            if f[3] in seen:
-                raise BadRecord(f"node {f[3]} defined twice", name, lineno)
+            if f[3] in seen or not xml_safe(f[3]) or f[3] == "master_host":
+                raise BadRecord(f"node {f[3]!r} defined twice or not usable as a host name", name, lineno)
         except BadRecord as err:
             if tally is None:
                 raise

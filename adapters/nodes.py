@@ -16,9 +16,24 @@ from xml.sax.saxutils import quoteattr
 
 from batfeed.errors import InputError
 
-__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "platform_size", "write_node_platform"]
+__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "platform_size", "safe_name",
+           "write_node_platform", "xml_safe"]
 
 MASTER = "master_host"
+_XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_safe(name: str) -> bool:
+    """True if ``name`` can be a host id in XML (no control characters and the like)."""
+    return _XML_BAD.search(name) is None
+
+
+def safe_name(name: str) -> str:
+    """``name``, or its backslash-escaped form when it holds characters XML cannot carry (and
+    ``master_host``, the master's name, becomes ``master_host.node``)."""
+    if name == MASTER:
+        return f"{MASTER}.node"
+    return name if xml_safe(name) else name.encode("unicode_escape").decode("ascii")
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 
 
@@ -89,7 +104,7 @@ def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit
              f'    <host id="{MASTER}" speed={quoteattr(speed)} coordinates="0 0 0"/>']
     seen: set[str] = set()
     for i, (name, cores) in enumerate(nodes):
-        if not name or name == MASTER or name in seen:
+        if not name or name == MASTER or name in seen or not xml_safe(name):
             raise ValueError(f"bad or duplicate node name {name!r}")
         seen.add(name)
         spd = quoteattr(f"{base * speeds[i] / 1e6:.9g}Mf" if speeds else speed)
@@ -117,7 +132,7 @@ def nodes_from_jobs(items: Iterable[Any]) -> list[tuple[str, int]]:
         hosts = getattr(it, "meta", {}).get("hosts")
         if hosts:
             per = -(-max(it.procs, 1) // len(hosts))
-            for h in hosts:
+            for h in map(safe_name, hosts):
                 slots[h] = max(slots.get(h, 1), per)
     return sorted(slots.items())
 

@@ -29,7 +29,7 @@ from batfeed.adapters.common import (
     scale_size,
     trace_stem,
 )
-from batfeed.adapters.nodes import nodes_from_jobs, platform_size
+from batfeed.adapters.nodes import nodes_from_jobs, platform_size, xml_safe
 from batfeed.adapters.report import Tally
 from batfeed.adapters.workload import ConversionResult, finish_conversion
 
@@ -318,6 +318,8 @@ def read_nodes_file(path: str | Path) -> list[tuple[str, int]]:
         tokens = text.split()
         if len(tokens) > 2 or (len(tokens) == 2 and not (tokens[1].isascii() and tokens[1].isdigit())):
             raise InputError("expected 'node [procs]'", str(path), lineno)
+        if not xml_safe(tokens[0]) or tokens[0] == "master_host":
+            raise InputError(f"node name {tokens[0]!r} cannot be a host name", str(path), lineno)
         current = tokens[0]
         nodes[current] = int(tokens[1]) if len(tokens) == 2 else nodes.get(current, 1)
     if not nodes:

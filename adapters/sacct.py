@@ -121,14 +121,17 @@ def read_sacct(paths: Iterable[str | Path], tz: str = "UTC",
     for path in paths:
         name = str(path)
         names = tuple(f.lower() for f in fields) if fields else None
+        first = True
         for lineno, text in read_lines(path):
             if not text.strip():
                 continue
             parts = text.split("|")
             lowered = [p.strip().lower() for p in parts]
-            if names is None and "jobid" in lowered and "submit" in lowered:
+            if first and names is None and "jobid" in lowered and "submit" in lowered:  # header line
                 names = tuple(p for p in lowered if p)
+                first = False
                 continue
+            first = False
             cols = names or DEFAULT_FIELDS
             if len(parts) == len(cols) + 1 and parts[-1] == "":  # --parsable: trailing '|'
                 parts.pop()
