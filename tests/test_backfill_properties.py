@@ -25,6 +25,9 @@ from batfeed.schedulers.resources import parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sched_helpers import simulate_jobs
+from test_engine_helpers import jobs_rows
+
+from batfeed.engine import EngineConfig
 
 INF = float("inf")
 POLICY_NAMES = ["FCFS", "LCFS", "SPF", "LPF", "SQF", "LQF", "SEXP", "LEXP", "SRF", "LRF", "SAF", "LAF"]
@@ -230,3 +233,53 @@ def test_decision_work_is_sublinear_in_the_queue_length():
     assert large < 2 * small, (small, large)
     assert large / 80 < q_large / 10, (large / 80, q_large)
     assert set(POLICIES) >= set(POLICY_NAMES)
+
+
+# ------------------------------------------------------------------------------------------ downtime
+outage_st = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 80), st.integers(1, 80))
+window_st = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 80), st.integers(1, 60))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workload_st, st.lists(outage_st, max_size=2), st.lists(window_st, max_size=2),
+       st.sampled_from(["easy-count", "easy-machines", "conservative"]),
+       st.sampled_from(["ignore", "kill-drop", "kill-resubmit"]))
+def test_downtime_and_maintenance_are_respected(jobs, outages, windows, which, on_down):
+    """Random outages (Batsim events) and planned windows: the run ends, every job (resubmitted ones
+    included) is accounted for, no machine is used twice, none while unavailable (the engine would
+    stop with a protocol error) and no job overlapping a window runs on its machines."""
+    events, busy = [], set()
+    for a, b, s, d in outages:                    # at most one outage per machine
+        ms = set(range(min(a, b), max(a, b) + 1)) - busy
+        if ms:
+            busy |= ms
+            text = " ".join(str(m) for m in sorted(ms))
+            events += [{"timestamp": s, "type": "machine_unavailable", "resources": text},
+                       {"timestamp": s + d, "type": "machine_available", "resources": text}]
+    maint = [{"start": s, "end": s + d, "machines": f"{min(a, b)}-{max(a, b)}"} for a, b, s, d in windows]
+    opts = {"on_machine_down": on_down, "maintenance": maint}
+    sched = Conservative(opts) if which == "conservative" else \
+        Easy({**opts, "reservation": which.split("-")[1]})
+    with tempfile.TemporaryDirectory() as tmp:
+        # the scheduler ends the registration it needs for resubmissions (and only then)
+        config = EngineConfig(enable_dynamic_jobs=on_down == "kill-resubmit")
+        rows, result = simulate_jobs(Path(tmp), jobs, sched, events=events, config=config)
+        full = jobs_rows(Path(tmp) / "out_jobs.csv")
+    assert result.counts["submitted"] == len(jobs) + len(sched.resubmitted)
+    assert set(sched.downtime_killed) == set(sched.resubmitted) | set(sched.dropped)
+    use: dict[int, list[tuple[float, float]]] = {}
+    for r in full:
+        if r["final_state"] == "REJECTED":
+            continue
+        start, finish = float(r["starting_time"]), float(r["finish_time"])
+        assert start >= float(r["submission_time"])
+        machines = {m for a, b in parse(r["allocated_resources"]) for m in range(a, b + 1)}
+        for m in machines:
+            use.setdefault(m, []).append((start, finish))
+        for w in maint:
+            wm = {m for a, b in parse(w["machines"]) for m in range(a, b + 1)}
+            if start < w["end"] and finish > w["start"]:
+                assert not machines & wm, (r, w)
+    for spans in use.values():
+        spans.sort()
+        assert all(f1 <= s2 for (_, f1), (s2, _) in zip(spans, spans[1:], strict=False)), spans
