@@ -27,6 +27,8 @@ from batfeed.engine import simulate
 from batfeed.metrics import compute_lateness, read_jobs_csv
 from batfeed.registry import make_scheduler
 
+pytestmark = pytest.mark.filterwarnings("ignore:The 'warn' method is deprecated:DeprecationWarning")  # pybatsim ACK
+
 
 def test_feedback_a60_delayed_job_shifts_its_dependent_session_by_the_delay(tmp_path: Path) -> None:
     # t=0: job 1 (4 machines) runs 0-2000.  User 7's session S1 = {2, 4} is a root: job 2 at its
