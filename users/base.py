@@ -43,16 +43,23 @@ Batsim inputs: the replayed trace is read by the model (option ``trace``), **not
 with ``-w`` (Batsim would submit its jobs at their recorded times itself).  The real-Batsim pair
 (see the README)::
 
-    batsim -p PLATFORM.xml --enable-dynamic-jobs -e OUT/prefix
+    batsim -p PLATFORM.xml --enable-dynamic-jobs -e OUT/prefix     # no -w; optional:
+                                      # --acknowledge-dynamic-jobs, --enable-profile-reuse
     batfeed schedule batfeed.users:UserModelScheduler --options \\
         '{"scheduler": "easy", "users": "a60", "trace": "TRACE.json"}'
+
+(``batfeed simulate PLATFORM TRACE.json --scheduler easy --users a60`` does the same on the
+embedded engine; ``--transport zmq`` runs this very ``batfeed schedule`` command in a subprocess.)
 
 Platform scaling (options of this layer, common to every model):
 
 - ``speed_factor`` P̂/P: each job's run time becomes d̂ = d·P/P̂ (``delay`` divided by the factor;
   ``cpu`` of compute profiles likewise); the walltime is kept (ŵ = w, as in the paper), so with a
   factor < 1 some jobs reach their walltime and Batsim kills them (``kill_at_walltime``: true, the
-  default, as in Batsim; false raises ŵ to d̂ + 1 s for exactly those jobs so that they complete);
+  default, as in Batsim; false raises ŵ to d̂ + 1 s for exactly those jobs so that they complete,
+  and the scheduler then sees that walltime too).  The paper's KTH-SP2 numbers are reproduced only
+  without killing (perf/2 rigid makespan 471.7 d vs its 471.85; 333 d with killing), so
+  ``experiments/replay_feedback.py`` runs with ``kill_at_walltime: false``;
 - node count: give a platform with that many nodes (``batfeed platform N``); jobs larger than the
   platform are rejected by the scheduler, and a rejection releases dependent sessions.
 
