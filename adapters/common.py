@@ -37,6 +37,8 @@ class BadRecord(InputError):
     """A record that cannot be parsed (file:line, and the job id when known)."""
 
     def __init__(self, message: str, path: str, line: int | None, job: Any = None):
+        if isinstance(job, str) and not job.isprintable():
+            job = repr(job)  # keep the message on one line
         super().__init__(f"job {job}: {message}" if job is not None else message, path, line)
         self.reason = message
         self.job = job
@@ -256,10 +258,11 @@ def _drop_reason(job: TraceJob, res: int, size: int, seen: dict[Any, int | None]
     return None
 
 
-def _filter_reason(job: TraceJob, opts: ConvertOptions) -> str | None:
-    if opts.statuses is not None and str(job.status).lower() not in {str(s).lower() for s in opts.statuses}:
+def _filter_reason(job: TraceJob, opts: ConvertOptions, statuses: set[str] | None,
+                   users: set[str] | None) -> str | None:
+    if statuses is not None and str(job.status).lower() not in statuses:
         return "filtered_status"
-    if opts.users is not None and str(job.user) not in {str(u) for u in opts.users}:
+    if users is not None and str(job.user) not in users:
         return "filtered_user"
     lo, hi = opts.window
     if (lo is not None and job.submit < lo) or (hi is not None and job.submit >= hi):
@@ -291,6 +294,8 @@ def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOption
             if isinstance(it, TraceJob) and it.walltime > 0 and math.isfinite(it.walltime):
                 longest[None] = max(longest.get(None, 0.0), it.walltime)
                 longest[it.queue] = max(longest.get(it.queue, 0.0), it.walltime)
+    statuses = None if opts.statuses is None else {str(x).lower() for x in opts.statuses}
+    users = None if opts.users is None else {str(u) for u in opts.users}
     kept: list[tuple[TraceJob, int, float, float]] = []
     seen: dict[Any, int | None] = {}
     for it in items:
@@ -299,7 +304,7 @@ def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOption
                 raise it
             tally.drop("corrupt_line", it.line, it.job, it.path)
             continue
-        if reason := it.skip or _filter_reason(it, opts):
+        if reason := it.skip or _filter_reason(it, opts, statuses, users):
             tally.drop(reason, it.line, it.id, it.path)
             continue
         res = scale_size(job_res(it, opts), opts)

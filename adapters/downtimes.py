@@ -272,7 +272,8 @@ def convert_downtimes(inputs: Iterable[str | Path], out_dir: str | Path, *, plat
                       else "shorter_than_threshold" if it.end - it.start < min_duration else None)
             if reason:
                 if strict and reason in ("unknown_node", "end_before_start"):
-                    raise InputError(f"node {key}: {reason.replace('_', ' ')}", it.path, it.line)
+                    shown = key if str(key).isprintable() else repr(key)
+                    raise InputError(f"node {shown}: {reason.replace('_', ' ')}", it.path, it.line)
                 tally.drop(reason, it.line, node, it.path)
                 continue
             per_node.setdefault(node, []).append(Outage(node, it.start, it.end, it.kind, it.cause, it.path, it.line))

@@ -142,6 +142,8 @@ def _provenance(key: str, value: Any, names: dict[str, dict[str, int]]) -> str:
 
 def _row(row: dict[str, str], wl: dict[str, dict[str, Any]], jobs_of: dict[tuple[str, str], dict[str, Any]],
          tally: Tally, names: dict[str, dict[str, int]]) -> tuple[float, list[str]]:
+    if None in row or None in row.values():
+        raise ValueError(f"expected {len(row) - (None in row)} fields")
     jid, wname, state = row["job_id"].strip(), row["workload_name"].strip(), row["final_state"].strip()
     if not jid or state not in STATUS:
         raise ValueError(f"bad job_id or final_state {state[:30]!r}")
