@@ -105,12 +105,13 @@ class BackfillScheduler(BatfeedScheduler):
 
     OPTIONS: dict[str, Any] = {"policy": "FCFS", "on_machine_down": "ignore", "maintenance": None}
     trace_reservations = False      # tests: also record reservations when no machine is free
+    PROFILE_ENDS_IN_STEPS = False   # True for schedulers calling Profile.earliest() at every decision
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
         self.opts = self.parse_options(self.options)
         self.wq = self.make_queue()
-        self.profile = Profile()
+        self.profile = Profile(ends_in_steps=self.PROFILE_ENDS_IN_STEPS)
         self.windows = load_maintenance(self.opts["maintenance"])
         self.reservations: list[tuple[float, str, float]] = []   # (now, job id, reserved start)
         self.downtime_killed: list[str] = []

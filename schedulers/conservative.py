@@ -33,6 +33,8 @@ INF = float("inf")
 
 
 class Conservative(BackfillScheduler):
+    PROFILE_ENDS_IN_STEPS = True
+
     def __init__(self, options=None):
         super().__init__(options)
         self.res: dict[str, tuple[float, Entry]] = {}     # job id -> (reserved start, entry)
@@ -117,14 +119,19 @@ class Conservative(BackfillScheduler):
         the fixpoint every reservation sits where the profile rises (a running job's, a reserved
         job's or a window's end), so an event always wakes the scheduler then.
         """
-        for _ in range(len(order) + 1):
-            moved = False
-            for e in order:
-                old = self._unreserve(e)
-                self._reserve(e, now, before=old, prev=old)
-                moved = moved or self.res[e.id][0] < old
-            if not moved:
-                return
+        todo = order
+        while todo:
+            last = -1                   # jobs after the last one that moved saw every move
+            for k, e in enumerate(todo):
+                old = self.res[e.id][0]
+                if old <= now:
+                    continue
+                t = self.profile.earliest(e.q, e.p, now, self.free.count, before=old, skip=(old, e.p, e.q))
+                if t < old:
+                    self._unreserve(e)
+                    self._reserve(e, now, before=old, prev=old)
+                    last = k
+            todo = todo[:last] if last > 0 else []
 
     def _next_change(self, now: float) -> float:
         return next((t for t, _ in self.profile.levels(now, self.free.count) if t > now), INF)

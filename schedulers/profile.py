@@ -8,9 +8,11 @@ Free machines over time, for t >= now::
   sum of their ``ret`` (machines they give back: their size minus those now unavailable), so the
   EASY shadow time — the first running job whose end makes ``q_head`` machines free — is found with
   two C-level prefix sums instead of a walk over thousands of running jobs;
-- ``steps`` is a step function (time -> change of free machines) holding reservations
+- a step function (sorted times -> change of free machines) holds reservations
   (:meth:`reserve`/:meth:`unreserve`, used by conservative backfilling) and planned maintenance
-  windows (:meth:`add_window`: their machines count as taken during the window);
+  windows (:meth:`add_window`: their machines count as taken during the window); with
+  ``ends_in_steps`` (schedulers that query :meth:`earliest` a lot) it also holds the running jobs'
+  ends, so :meth:`levels` walks one list instead of merging two;
 - :meth:`earliest` gives the earliest start of q machines during d seconds, :meth:`fits_now` whether a
   job can start now without delaying any reservation.
 
@@ -29,7 +31,6 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from batfeed.schedulers.resources import Intervals, count, intersect, union
-from sortedcontainers import SortedDict
 
 INF = float("inf")
 
@@ -44,7 +45,8 @@ class Window(NamedTuple):
 class Profile:
     LOAD = 64
 
-    def __init__(self) -> None:
+    def __init__(self, ends_in_steps: bool = False) -> None:
+        self.ends_in_steps = ends_in_steps
         self._keys: list[list[tuple[float, int]]] = []   # (end, start seq) per block, sorted
         self._rets: list[list[int]] = []
         self._ids: list[list[str]] = []
@@ -54,7 +56,8 @@ class Profile:
         self.total = 0                  # sum of ret over running jobs
         self._seq = 0
         self.version = 0                # changes whenever the profile does
-        self.steps: SortedDict = SortedDict()
+        self.times: list[float] = []     # the step function: sorted times and changes of free machines
+        self.deltas: list[int] = []
         self.windows: list[Window] = []
         self.unavailable: Intervals = []    # machines down now (those in a window come back at its end)
 
@@ -65,6 +68,8 @@ class Profile:
         self._seq += 1
         self.version += 1
         self.jobs[jid] = (key, ivs)
+        if self.ends_in_steps:
+            self._step(end, ret)
         self.total += ret
         if not self._keys or key > self._maxes[-1]:
             if not self._keys or len(self._keys[-1]) >= 2 * self.LOAD:
@@ -100,12 +105,14 @@ class Profile:
         if jid not in self.jobs:
             return
         b, i = self._locate(jid)
-        del self.jobs[jid]
+        key_end = self.jobs.pop(jid)[0][0]
         self.version += 1
         del self._keys[b][i], self._ids[b][i]
         ret = self._rets[b].pop(i)
         self._sums[b] -= ret
         self.total -= ret
+        if self.ends_in_steps:
+            self._step(key_end, -ret)
         if not self._keys[b]:
             for lists in (self._keys, self._rets, self._ids, self._sums, self._maxes):
                 del lists[b]
@@ -119,6 +126,8 @@ class Profile:
         self._rets[b][i] = ret
         self._sums[b] += d
         self.total += d
+        if self.ends_in_steps:
+            self._step(self._keys[b][i][0], d)
 
     def running(self) -> Iterator[tuple[float, int, str]]:
         """(expected end, ret, job id) in order of expected end, then start order."""
@@ -150,11 +159,17 @@ class Profile:
     # ------------------------------------------------------------------ steps: reservations, windows
     def _step(self, t: float, delta: int) -> None:
         self.version += 1
-        v = self.steps.get(t, 0) + delta
-        if v:
-            self.steps[t] = v
-        else:
-            self.steps.pop(t, None)
+        times, deltas = self.times, self.deltas
+        i = bisect_left(times, t)
+        if i < len(times) and times[i] == t:
+            v = deltas[i] + delta
+            if v:
+                deltas[i] = v
+            else:
+                del times[i], deltas[i]
+        elif delta:
+            times.insert(i, t)
+            deltas.insert(i, delta)
 
     def reserve(self, t: float, d: float, q: int) -> None:
         self._step(t, -q)
@@ -191,25 +206,41 @@ class Profile:
         return sorted({t for w in self.windows for t in (w.start, w.end)})
 
     # ------------------------------------------------------------------ queries
-    def levels(self, now: float, free: int) -> Iterator[tuple[float, int]]:
-        """(t, free machines from t until the next t) for t = now and every later change."""
+    def levels(self, now: float, free: int, skip: tuple[float, float, int] | None = None
+               ) -> Iterator[tuple[float, int]]:
+        """(t, free machines from t until the next t) for t = now and every later change.
+
+        ``skip=(t, d, q)``: as if the reservation of q machines during [t, t + d) were not there.
+        """
         level, cur = free, now
+        if skip is not None:
+            st, sd, sq = skip
+            free_at = {st: sq, st + sd: -sq}
         if self.unavailable:      # down machines of an ongoing window: not free now, back at its end
             level += sum(count(intersect(w.machines, self.unavailable)) for w in self.windows
                          if w.start <= now < w.end)
-        ends = ((k[0], r) for keys, rets in zip(self._keys, self._rets, strict=True)
-                for k, r in zip(keys, rets, strict=True))
-        for t, dl in heapq.merge(ends, self.steps.items()):
+        steps = zip(self.times, self.deltas, strict=True)
+        if not self.ends_in_steps and self.total:
+            ends = ((k[0], r) for keys, rets in zip(self._keys, self._rets, strict=True)
+                    for k, r in zip(keys, rets, strict=True))
+            steps = heapq.merge(ends, steps)
+        if skip is not None:
+            steps = ((t, dl + free_at.get(t, 0)) for t, dl in steps)
+        for t, dl in steps:
             if t > cur:
                 yield cur, level
                 cur = t
             level += dl
         yield cur, level
 
-    def earliest(self, q: int, d: float, now: float, free: int, before: float = INF) -> float:
-        """Earliest t >= now with at least q free machines during [t, t + d); inf if none (before ``before``)."""
+    def earliest(self, q: int, d: float, now: float, free: int, before: float = INF,
+                 skip: tuple[float, float, int] | None = None) -> float:
+        """Earliest t >= now with at least q free machines during [t, t + d); inf if none (before ``before``).
+
+        ``skip``: ignore one reservation (t, d, q), e.g. the job's own when looking for a better place.
+        """
         cand = None
-        for t, level in self.levels(now, free):
+        for t, level in self.levels(now, free, skip):
             if cand is not None and t >= cand + d:
                 return cand
             if t > before:
