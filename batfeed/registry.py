@@ -16,6 +16,7 @@ BUILTIN = {
     "fcfs": "batfeed.schedulers.fcfs:Fcfs",
     "easy": "batfeed.schedulers.easy:Easy",
     "conservative": "batfeed.schedulers.conservative:Conservative",
+    "maui": "batfeed.schedulers.maui:Maui",
 }
 
 

@@ -1,0 +1,537 @@
+"""Maui-compatible scheduling (Zitzlsberger et al., IT4Innovations, Salomon; models.md §F [MAUI]).
+
+A pybatsim ``BatsimScheduler`` built on the shared backfilling core (:mod:`backfill`): the waiting
+jobs sit in the shared :class:`WaitQueue` under a custom *dynamic* key (minus Maui's priority),
+reservations are steps of the shared availability :class:`Profile` (models.md §B: reservation
+depth k generalises EASY, k = 1, and conservative backfilling, k = ∞), jobs start through the
+core's ``launch``/``allocate``, and downtimes and maintenance windows are the core's.
+
+Options (pybatsim ``-o`` JSON / ``batfeed simulate --options``)::
+
+    config           path of a maui.cfg (subset: maui_config.py); none = Maui's defaults
+    interval         scheduling interval Δ in s (Maui's RMPOLLINTERVAL); null/0 = event-driven
+                     (default; a RMPOLLINTERVAL of the config applies when this option is absent)
+    poll             with an interval: also iterate at every grid point while jobs wait (Maui's
+                     poll loop) instead of only at the grid point after something happened
+    on_machine_down  "ignore" (default), "kill-drop", "kill-resubmit" (requeue)  (backfill.py)
+    maintenance      planned windows or a Batsim events file                      (backfill.py)
+
+**Priority** (Maui Admin Guide §5.1; models.md §F), recomputed at every iteration::
+
+    p = CREDWEIGHT · (USERWEIGHT·P_user + GROUPWEIGHT·P_group + ACCOUNTWEIGHT·P_account + CLASSWEIGHT·P_class)
+      + FSWEIGHT · Σ_c FS<c>WEIGHT · (FSTARGET_c − usage_pct_c)          (c = user, group, account, class)
+      + SERVICEWEIGHT · (QUEUETIMEWEIGHT · wait/60 + XFACTORWEIGHT · (1 + wait/p̃))
+
+with P_x the ``PRIORITY=`` of ``<X>CFG[x]`` (else ``<X>CFG[DEFAULT]``, else 0), wait = now − r in
+seconds (Maui counts queue time in minutes), fairshare as in fairshare.py (credentials without a
+target contribute 0; ``25+``/``25-`` targets are floors/ceilings).  Without
+ENABLENEGJOBPRIORITY, priorities below 1 become 1; with it and REJECTNEGPRIOJOBS TRUE, jobs of
+negative priority are not started while they are.  Ties: submission order.
+
+**Iteration** (Maui's priority scheduling then backfill; RESERVATIONPOLICY CURRENTHIGHEST: the
+priority reservations of the previous iteration are dropped and recomputed):
+
+1. jobs in priority order, skipping those blocked by a class limit, start one by one until one
+   cannot (Maui Admin Guide §8.2: "it starts jobs one by one stepping through the priority list
+   until it reaches a job which it cannot start"); a job starts if q machines are usable now
+   (free, in its class's HOSTLIST, outside the maintenance windows and pinned reservations its
+   span [now, now + p̃) overlaps) and it delays no reservation made so far (``Profile.fits_now``).
+   That job gets a reservation at its earliest start (``Profile.earliest``/``reserve``), and so
+   do the next jobs in priority order that cannot start (those that can start do) until
+   RESERVATIONDEPTH jobs hold one (UNDEF → choice: "the top RESERVATIONDEPTH jobs" read as the
+   top jobs that cannot start now); with depth 0 the first job that cannot start ends the phase;
+2. backfill of the remaining eligible jobs (the top BACKFILLDEPTH of them, all if 0):
+   FIRSTFIT starts, in priority order, every job that fits without delaying a reservation;
+   BESTFIT repeatedly starts, among those that fit, the one with the largest BACKFILLMETRIC
+   (PROCS: q, PROCSECONDS: q·p̃, SECONDS: p̃; ties by priority); NONE skips it.
+
+**Class limits** (CLASSCFG): MAXJOB, MAXNODE, MAXJOBPERUSER, MAXNODEPERUSER over the running jobs
+of the class (a job that would exceed one waits, without reservation); a job that can never run
+(walltime > MAXWCLIMIT, q > MAXNODEPERJOB, MAXNODE, MAXNODEPERUSER or its HOSTLIST) is rejected
+at submission with the reason logged.
+
+**Credentials of a job** (workload JSON fields, UNDEF → choice): user ``user``; group ``group``;
+account ``account``, else ``project``, else the group (SWF has no account); class
+``queue_name`` (Alea extended SWF), else ``queue``, else ``partition``, else ``DEFAULT``; every
+value compared as a string (SWF queue 1 is ``CLASSCFG[1]``).
+
+**Reservations**: counts in the shared profile (the core's model: which machines a job gets is
+decided at start).  A job restricted to a HOSTLIST additionally *pins* the lowest q machines of
+its set expected free at its reserved start; jobs whose span overlaps that reservation avoid
+them (like a maintenance window), so the reservation holds on the right machines.  Planned
+maintenance windows are the core's system reservations (known from the start, so the machine
+drains before them, the paper's ramp-down); they do not consume RESERVATIONDEPTH (the paper's
+RESDEPTH = 1 + number of windows emulates exactly this with Maui).
+
+**Interval mode** (Δ > 0, Maui's RMPOLLINTERVAL, the paper's time step): decisions are taken only
+at t0 + kΔ, t0 = the first submission; an arrival, completion or machine event between grid
+points is acted upon at the next one (CALL_ME_LATER), so idle time appears as in Maui's
+simulator; with ``poll`` an iteration also runs at every grid point while jobs wait.  A call is
+requested only while jobs wait, so the simulation ends as Batsim requires (no pending call
+once everything is done).
+
+Other UNDEF → choices: fairshare usage is charged continuously (machines × seconds) and the
+windows are aligned on simulated time 0; queue time runs from submission (Maui's FULL accrual
+policy); an iteration starts nothing when no machine is free, so it is skipped then; a requeued
+job (kill-resubmit) is a new job whose queue time starts at the requeue; jobs of negative
+priority held by REJECTNEGPRIOJOBS are re-examined every Δ (60 s when event-driven) while their
+priority can still rise, and rejected when it cannot and nothing else could change it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+from batfeed.schedulers.backfill import BackfillScheduler, OptionError
+from batfeed.schedulers.fairshare import Fairshare
+from batfeed.schedulers.jobqueue import Entry, ScanState, WaitQueue
+from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.policies import Policy
+from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
+from batsim.batsim import Job
+
+log = logging.getLogger("batfeed.schedulers")
+
+INF = float("inf")
+NEG_RETRY = 60.0        # s between re-examinations of jobs held for a negative priority (event-driven)
+KINDS = (("users", "user"), ("groups", "group"), ("accounts", "account"), ("classes", "class"))
+
+
+class JobInfo:
+    """What the priority and the limits need about a waiting or running job."""
+
+    __slots__ = ("user", "group", "account", "cls", "cred", "fs_terms", "keys", "limits", "nodes", "others")
+
+    def __init__(self, user: str, group: str, account: str, cls: str, cred: float,
+                 fs_terms: list[tuple[tuple[str, str], float, Target]], limits: Cred | None,
+                 nodes: Intervals | None, others: Intervals):
+        self.user, self.group, self.account, self.cls = user, group, account, cls
+        self.cred = cred                  # CREDWEIGHT · Σ sub-weight · credential priority
+        self.fs_terms = fs_terms          # (fairshare key, FS sub-weight, target) with a target
+        self.keys = (("user", user), ("group", group), ("account", account), ("class", cls))
+        self.limits = limits              # the class's CLASSCFG entry (or DEFAULT's), if any
+        self.nodes = nodes                # HOSTLIST machines, None = all
+        self.others = others              # machines outside HOSTLIST
+
+
+def _field(job: Job, *names: str, default: str) -> str:
+    d = job.json_dict or {}
+    for n in names:
+        v = d.get(n)
+        if v is not None and v != "":
+            return str(v)
+    return default
+
+
+class Maui(BackfillScheduler):
+    OPTIONS = {"on_machine_down": "ignore", "maintenance": None, "config": None, "interval": None, "poll": False}
+    PROFILE_ENDS_IN_STEPS = True
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        super().__init__(options)
+        cfg = self.cfg = load_config(self.opts["config"])
+        for w in cfg.warnings:
+            log.warning("%s", w)
+        iv = self.opts["interval"] if "interval" in self.options else cfg.rmpollinterval
+        self.interval: float | None = float(iv) if iv else None
+        self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
+        self._fs_on = cfg.fsweight != 0 and any(getattr(cfg, f"fs{k}weight") for _, k in KINDS)
+        self.info: dict[str, JobInfo] = {}
+        self._creds: dict[tuple[str, str], Cred | None] = {}
+        self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
+        self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
+        self.run_info: dict[str, tuple[JobInfo, int]] = {}
+        self.nodesets: dict[str, Intervals] = {}               # class -> HOSTLIST machines
+        self._res: list[tuple[float, float, int]] = []          # this iteration's reservations (t, p̃, q)
+        self._pins: list[tuple[float, float, Intervals]] = []   # pinned machines (from, to, machines)
+        self._neg_held: dict[str, Entry] = {}                   # held for a negative priority
+        self._floor: int | None = None                            # min free machines from now on (cache)
+        self._deferred = False
+        self.t0: float | None = None                             # first submission: the interval grid
+        self.iterations = 0
+
+    @classmethod
+    def parse_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        opts = super().parse_options(options)
+        if opts["config"] is not None and not isinstance(opts["config"], str):
+            raise OptionError(f"option 'config' must be the path of a maui.cfg, got {opts['config']!r}")
+        iv = opts["interval"]
+        if iv is not None and (isinstance(iv, bool) or not isinstance(iv, int | float) or not math.isfinite(iv)
+                               or iv < 0):
+            raise OptionError(f"option 'interval' must be a number of seconds >= 0 or null, got {iv!r}")
+        if not isinstance(opts["poll"], bool):
+            raise OptionError(f"option 'poll' must be true or false, got {opts['poll']!r}")
+        return opts
+
+    def make_queue(self) -> WaitQueue:
+        wq = WaitQueue("FCFS")
+        wq.P = Policy("MAUI", self._key, True)    # dynamic: re-keyed at every iteration
+        wq.dynamic = True
+        return wq
+
+    # ---------------------------------------------------------------- priority
+    def _key(self, e: Entry, now: float) -> float:
+        return -self.priority(e, now)
+
+    def priority(self, e: Entry, now: float) -> float:
+        """Maui's priority of waiting entry ``e`` at ``now`` (module docstring)."""
+        cfg, info = self.cfg, self.info[e.id]
+        p = info.cred
+        if self._fs_on:
+            fs = 0.0
+            for key, w, target in info.fs_terms:
+                fs += w * target.delta(self.fs.usage_pct(key))
+            p += cfg.fsweight * fs
+        wait = now - e.r
+        serv = cfg.queuetimeweight * wait / 60.0
+        if cfg.xfactorweight:
+            serv += cfg.xfactorweight * (1.0 + wait / e.p if e.p < INF else 1.0)
+        p += cfg.serviceweight * serv
+        if not cfg.enablenegjobpriority and p < 1:
+            p = 1.0
+        return p
+
+    def _cred(self, kind: str, name: str) -> Cred | None:
+        key = (kind, name)
+        if key not in self._creds:
+            self._creds[key] = self.cfg.cred(kind, name)
+        return self._creds[key]
+
+    def _job_info(self, job: Job) -> JobInfo:
+        cfg: MauiConfig = self.cfg
+        user = _field(job, "user", default="DEFAULT")
+        group = _field(job, "group", default="DEFAULT")
+        account = _field(job, "account", "project", "group", default="DEFAULT")
+        cls = _field(job, "queue_name", "queue", "partition", default="DEFAULT")
+        names = {"users": user, "groups": group, "accounts": account, "classes": cls}
+        cred = 0.0
+        fs_terms = []
+        for kind, short in KINDS:
+            entry = self._cred(kind, names[kind])
+            if entry is None:
+                continue
+            w = getattr(cfg, f"{short}weight")
+            if w and entry.priority:
+                cred += w * entry.priority
+            fw = getattr(cfg, f"fs{short}weight")
+            if fw and entry.fstarget is not None:
+                fs_terms.append(((short, names[kind]), fw, entry.fstarget))
+        limits = self._cred("classes", cls)
+        nodes = self.nodesets.get(cls)
+        if nodes is None:
+            nodes = self.nodesets.get("DEFAULT")
+        others = subtract([(0, self.nb_machines - 1)], nodes) if nodes is not None else []
+        return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others)
+
+    # ---------------------------------------------------------------- callbacks
+    def onSimulationBegins(self) -> None:
+        super().onSimulationBegins()
+        names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
+        for cls, entry in self.cfg.classes.items():
+            if entry.hostlist is None:
+                continue
+            ivs: Intervals = []
+            for tok in entry.hostlist:
+                m = re.fullmatch(r"(\d+)(?:-(\d+))?", tok)
+                if m:
+                    a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+                    if b < a or b >= self.nb_machines:
+                        raise OptionError(f"CLASSCFG[{cls}] HOSTLIST: machines {tok} do not exist "
+                                          f"(the platform has {self.nb_machines})")
+                elif tok in names:
+                    a = b = names[tok]
+                else:
+                    raise OptionError(f"CLASSCFG[{cls}] HOSTLIST: unknown host '{tok}'")
+                ivs = union(ivs, [(a, b)])
+            self.nodesets[cls] = ivs
+
+    def onJobSubmission(self, job: Job) -> None:
+        if self.t0 is None:
+            self.t0 = self.bs.time()
+        super().onJobSubmission(job)
+
+    def on_submit(self, job: Job) -> None:
+        info = self._job_info(job)
+        why = self._never(job, info)
+        if why:
+            self.reject(job, why)
+            return
+        self.info[job.id] = info
+        super().on_submit(job)
+
+    def _never(self, job: Job, info: JobInfo) -> str | None:
+        c, q = info.limits, job.requested_resources
+        if c is not None:
+            wall = job.requested_time
+            if c.maxwclimit is not None and wall is not None and wall > c.maxwclimit:
+                return f"walltime {wall:g} s exceeds MAXWCLIMIT {c.maxwclimit:g} s of class {info.cls}"
+            for name, lim in (("MAXNODEPERJOB", c.maxnodeperjob), ("MAXNODE", c.maxnode),
+                              ("MAXNODEPERUSER", c.maxnodeperuser)):
+                if lim is not None and q > lim:
+                    return f"requests {q} machines, more than {name} {lim} of class {info.cls}"
+        if info.nodes is not None and q > count(info.nodes):
+            return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
+        return None
+
+    def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
+        super().launch(e, ivs, now)
+        info = self.info[e.id]
+        self.run_info[e.id] = (info, e.q)
+        for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
+            u = table.setdefault(key, [0, 0])
+            u[0] += e.q
+            u[1] += 1
+        self.fs.start(info.keys, e.q, now)
+
+    def onJobCompletion(self, job: Job) -> None:
+        got = self.run_info.pop(job.id, None)
+        if got is not None:
+            info, q = got
+            for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
+                u = table[key]
+                u[0] -= q
+                u[1] -= 1
+            self.fs.stop(info.keys, q, self.bs.time())
+        self.info.pop(job.id, None)
+        super().onJobCompletion(job)
+
+    # ---------------------------------------------------------------- interval mode
+    def _on_grid(self, now: float) -> bool:
+        k = round((now - self.t0) / self.interval)
+        return abs(now - (self.t0 + k * self.interval)) <= 1e-6
+
+    def _next_grid(self, now: float) -> float:
+        k = math.floor((now - self.t0) / self.interval + 1e-9) + 1
+        t = self.t0 + k * self.interval
+        return t if t > now else t + self.interval
+
+    def _call(self, t: float) -> None:
+        if t not in self._calls:
+            self._calls.add(t)
+            self.bs.wake_me_up_at(t)
+
+    def onNoMoreEvents(self) -> None:
+        now = self.bs.time()
+        if self.interval is not None and self.t0 is not None:
+            if self._on_grid(now):
+                self._changed = self._changed or self._deferred or (self.opts["poll"] and len(self.wq) > 0)
+                self._deferred = False
+            elif self._changed or self._deferred:
+                self._deferred, self._changed = True, False
+                if len(self.wq):
+                    self._call(self._next_grid(now))
+        super().onNoMoreEvents()
+        if self.interval is not None and self.opts["poll"] and len(self.wq):
+            self._call(self._next_grid(now))
+        if self._neg_held:
+            self._retry_negative(now)
+
+    def _retry_negative(self, now: float) -> None:
+        cfg = self.cfg
+        held = [e for e in self._neg_held.values() if e.where >= 0]
+        self._neg_held = {}
+        if not held:
+            return
+        rising = cfg.serviceweight * cfg.queuetimeweight > 0 or cfg.serviceweight * cfg.xfactorweight > 0
+        if rising:
+            self._call(self._next_grid(now) if self.interval is not None else now + NEG_RETRY)
+        elif not self.running and len(self.wq) == len(held):
+            for e in held:
+                self.wq.remove(e)
+                self.info.pop(e.id, None)
+                self.reject(e.job, "negative priority with REJECTNEGPRIOJOBS TRUE, and nothing left that "
+                                   "could raise it")
+            self.flush()
+
+    # ---------------------------------------------------------------- the iteration
+    def schedule(self) -> None:
+        now = self.bs.time()
+        wq, cfg = self.wq, self.cfg
+        self.fs.advance(now)
+        self.profile.prune_windows(now)
+        self._ended = False
+        wq.new = []
+        if self.free.count == 0 and not self.trace_reservations:
+            return                      # nothing could start: reservations are recomputed next time
+        self.iterations += 1
+        self._neg_held = {}
+        self._clear_reservations()
+        wq.refresh(now)
+        started: list[Entry] = []
+        reserved: set[str] = set()
+        depth = cfg.depth
+        rest = blocked = False
+        for e in wq.main:
+            info = self.info[e.id]
+            if self._held(e, info):
+                continue
+            if blocked and len(reserved) >= depth:
+                rest = True                     # the remaining jobs are for backfill
+                break
+            if self._usable(e, info, now) and self._start(e, info, now):
+                started.append(e)
+                continue
+            blocked = True
+            if len(reserved) < depth:
+                self._reserve(e, info, now)
+                reserved.add(e.id)
+                continue
+            rest = True
+            break
+        for e in started:
+            wq.remove(e)
+        if rest and cfg.backfillpolicy != "NONE" and self.free.count > 0:
+            if cfg.backfillpolicy == "FIRSTFIT":
+                self._firstfit(reserved, now)
+            else:
+                self._bestfit(reserved, now)
+
+    def _held(self, e: Entry, info: JobInfo) -> bool:
+        """Blocked now by a class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
+        cfg = self.cfg
+        if cfg.enablenegjobpriority and cfg.rejectnegpriojobs and -e.kp[0] < 0:
+            self._neg_held[e.id] = e
+            return True
+        c = info.limits
+        if c is None:
+            return False
+        if c.maxjob is not None or c.maxnode is not None:
+            u = self.use_cls.get(info.cls, (0, 0))
+            if (c.maxnode is not None and u[0] + e.q > c.maxnode) or (c.maxjob is not None and u[1] + 1 > c.maxjob):
+                return True
+        if c.maxjobperuser is not None or c.maxnodeperuser is not None:
+            u = self.use_user.get((info.cls, info.user), (0, 0))
+            if (c.maxnodeperuser is not None and u[0] + e.q > c.maxnodeperuser) or \
+                    (c.maxjobperuser is not None and u[1] + 1 > c.maxjobperuser):
+                return True
+        return False
+
+    def _excluded(self, info: JobInfo, a: float, b: float) -> Intervals:
+        """Machines a job running [a, b) may not use besides the windows: pinned ones, outside HOSTLIST."""
+        out: Intervals = info.others
+        for s, t, ivs in self._pins:
+            if s < b and t > a:
+                out = union(out, ivs)
+        return out
+
+    def _usable(self, e: Entry, info: JobInfo, now: float) -> bool:
+        """Can ``e`` start now without delaying a reservation (counts and specific machines)?"""
+        free = self.free.count
+        if e.q > free:
+            return False
+        if self._floor is None:
+            self._floor = min(level for _, level in self.profile.levels(now, free))
+        if e.q > self._floor and not self.profile.fits_now(e.q, e.p, now, free):
+            return False
+        excl = self._excluded(info, now, now + e.p)
+        if self.profile.windows:
+            excl = union(excl, self.profile.blocked(now, now + e.p))
+        return not excl or free - self.free.count_in(excl) >= e.q
+
+    def _start(self, e: Entry, info: JobInfo, now: float) -> bool:
+        ivs = self.allocate(e, now, self._excluded(info, now, now + e.p))
+        if ivs is None:
+            return False
+        self.launch(e, ivs, now)
+        if self._floor is not None:
+            self._floor -= e.q      # a lower bound of the new minimum (exact would need a walk)
+        return True
+
+    # ---------------------------------------------------------------- reservations
+    def _clear_reservations(self) -> None:
+        for t, p, q in self._res:
+            self.profile.unreserve(t, p, q)
+        self._res, self._pins = [], []
+        self._floor = None
+
+    def _reserve(self, e: Entry, info: JobInfo, now: float) -> None:
+        if info.nodes is None:
+            t = self.profile.earliest(e.q, e.p, now, self.free.count)
+            pins: Intervals = []
+        else:
+            t, pins = self._earliest_in_set(e, info, now)
+        if t < INF:
+            self._floor = None
+            self.profile.reserve(t, e.p, e.q)
+            self._res.append((t, e.p, e.q))
+            if pins:
+                self._pins.append((t, t + e.p, pins))
+        if self.trace_reservations:
+            self.record(now, e, t)
+
+    def _earliest_in_set(self, e: Entry, info: JobInfo, now: float) -> tuple[float, Intervals]:
+        """Earliest t at which q machines of the job's HOSTLIST are expected free for p̃ seconds
+        (outside windows and other pinned reservations) and the counts allow it; those machines."""
+        q, d, nodes, prof = e.q, e.p, info.nodes, self.profile
+        free = self.free.count
+        avail = intersect(self.free.intervals(), nodes)
+        ends = [(end, jid) for end, _, jid in prof.running()]
+        times = sorted({now, *(end for end, _ in ends if end > now),
+                        *(b for _, b, _ in self._pins if b > now), *(w.end for w in prof.windows if w.end > now)})
+        k = 0
+        for t in times:
+            while k < len(ends) and ends[k][0] <= t:
+                ivs = intersect(prof.jobs[ends[k][1]][1], nodes)
+                if self.unavailable:
+                    ivs = subtract(ivs, self.unavailable)
+                avail = union(avail, ivs)
+                k += 1
+            usable = subtract(avail, self._excluded(info, t, t + d))
+            if prof.windows:
+                usable = subtract(usable, prof.blocked(t, t + d))
+            if count(usable) >= q and prof.earliest(q, d, t, free) == t:
+                return t, lowest(usable, q)
+        return INF, []
+
+    # ---------------------------------------------------------------- backfill
+    def _candidates(self, reserved: set[str]):
+        """Eligible idle jobs in priority order (the top BACKFILLDEPTH if set)."""
+        limit = self.cfg.backfilldepth
+        if limit == 0 and self.cfg.backfillpolicy == "FIRSTFIT":
+            st = ScanState(self.free.count, INF, INF)     # only jobs with q <= free (core's queue scan)
+            source = self.wq.main.scan(st)
+        else:
+            st, source = None, iter(self.wq.main)
+        n = 0
+        for e in source:
+            if e.id in reserved:
+                continue
+            info = self.info[e.id]
+            if self._held(e, info):
+                continue
+            n += 1
+            if limit and n > limit:
+                return
+            yield e, info, st
+
+    def _firstfit(self, reserved: set[str], now: float) -> None:
+        started = []
+        for e, info, st in self._candidates(reserved):
+            if self.free.count == 0:
+                break
+            if self._usable(e, info, now) and self._start(e, info, now):
+                started.append(e)
+                if st is not None:
+                    st.free = self.free.count
+        for e in started:
+            self.wq.remove(e)
+
+    def _bestfit(self, reserved: set[str], now: float) -> None:
+        metric = self.cfg.backfillmetric
+        pool = [(e, info) for e, info, _ in self._candidates(reserved)]
+        while pool and self.free.count > 0:
+            best, best_v = -1, -INF
+            for i, (e, info) in enumerate(pool):
+                if e.q > self.free.count or self._held(e, info) or not self._usable(e, info, now):
+                    continue
+                v = e.q if metric == "PROCS" else e.p if metric == "SECONDS" else e.q * e.p
+                if v > best_v:
+                    best, best_v = i, v
+            if best < 0:
+                break
+            e, info = pool.pop(best)
+            if self._start(e, info, now):
+                self.wq.remove(e)

@@ -1,0 +1,125 @@
+"""The maui.cfg subset (schedulers/maui_config.py): syntax, defaults, warnings, errors."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from batfeed.schedulers.maui import Maui
+from batfeed.schedulers.maui_config import (
+    MauiConfig,
+    MauiConfigError,
+    Target,
+    load_config,
+    parse_config,
+    parse_duration,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "maui"
+SALOMON = REPO / "schedulers" / "examples" / "salomon-maui.cfg"
+
+
+def test_maui_defaults():
+    c = MauiConfig()
+    assert (c.credweight, c.fsweight, c.serviceweight, c.queuetimeweight) == (1, 1, 1, 1)
+    assert (c.classweight, c.fsaccountweight, c.xfactorweight) == (0, 0, 0)
+    assert (c.backfillpolicy, c.backfilldepth, c.reservationdepth, c.reservationpolicy) == (
+        "FIRSTFIT", 0, 1, "CURRENTHIGHEST")
+    assert (c.fspolicy, c.fsinterval, c.fsdepth, c.fsdecay) == ("NONE", 43200, 8, 1.0)
+    assert (c.enablenegjobpriority, c.rejectnegpriojobs, c.rmpollinterval) == (False, True, None)
+    assert load_config(None) == MauiConfig()
+
+
+@pytest.mark.parametrize("text, seconds", [("5", 5), ("00:00:05", 5), ("1:00", 60), ("168:00:00", 168 * 3600),
+                                           ("1:02:03:04", 86400 + 2 * 3600 + 3 * 60 + 4), ("0.5", 0.5)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+def test_syntax_case_comments_arrays_aliases():
+    c = parse_config("queuetimeweight 3   # minutes\n\n  XFactorWeight\t2\nAFSWEIGHT 4\nSERVWEIGHT 5\n"
+                     "RESERVATIONDEPTH[0] 2\nclasscfg[qexp] priority=150 MAX.WCLIMIT=1:00:00 MAXPROC=32\n"
+                     "USERCFG[DEFAULT] FSTARGET=25+\nBACKFILLMETRIC nodes\nFSPOLICY DEDICATEDPES\n")
+    assert (c.queuetimeweight, c.xfactorweight, c.fsaccountweight, c.serviceweight) == (3, 2, 4, 5)
+    assert c.reservationdepth == 2 and c.backfillmetric == "PROCS" and c.fspolicy == "DEDICATEDPS"
+    q = c.classes["qexp"]
+    assert (q.priority, q.maxwclimit, q.maxnode) == (150, 3600, 32)
+    assert c.users["DEFAULT"].fstarget == Target(25, "+")
+    assert c.warnings == []
+
+
+def test_default_entry_fills_missing_attributes():
+    c = parse_config("ACCOUNTCFG[DEFAULT] FSTARGET=100 PRIORITY=3\nACCOUNTCFG[p1] PRIORITY=7\n")
+    p1, other = c.cred("accounts", "p1"), c.cred("accounts", "p2")
+    assert (p1.priority, p1.fstarget) == (7, Target(100))
+    assert (other.priority, other.fstarget) == (3, Target(100))
+    assert c.cred("users", "u") is None
+
+
+def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
+    path = tmp_path / "m.cfg"
+    path.write_text("SERVERHOST head\nQOSCFG[hi] PRIORITY=10\nCLASSCFG[q] QLIST=hi PRIORITY=2\nFSWEIGHT 2\n")
+    with caplog.at_level(logging.WARNING, logger="batfeed.schedulers"):
+        s = Maui({"config": str(path)})
+    assert s.cfg.fsweight == 2 and s.cfg.classes["q"].priority == 2
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == [f"{path}: ignored (not supported by batfeed's Maui): SERVERHOST (line 1), "
+                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("FSDECAY 1.5", "m.cfg:1: FSDECAY: must be in (0, 1]"),
+    ("\nRESERVATIONDEPTH -1", "m.cfg:2: RESERVATIONDEPTH: not a non-negative integer: '-1'"),
+    ("BACKFILLPOLICY GREEDY",
+     "m.cfg:1: BACKFILLPOLICY: unsupported value 'GREEDY' (supported: FIRSTFIT, BESTFIT, NONE)"),
+    ("FSINTERVAL 1h", "m.cfg:1: FSINTERVAL: not a duration"),
+    ("QUEUETIMEWEIGHT", "m.cfg:1: QUEUETIMEWEIGHT expects one value, got 0"),
+    ("QUEUETIMEWEIGHT 1 2", "m.cfg:1: QUEUETIMEWEIGHT expects one value, got 2"),
+    ("CLASSCFG[q] PRIORITY", "m.cfg:1: CLASSCFG[q]: expected ATTR=VALUE, got 'PRIORITY'"),
+    ("CLASSCFG PRIORITY=3", "m.cfg:1: CLASSCFG needs an index"),
+    ("CLASSCFG[q] MAXNODE=many", "m.cfg:1: CLASSCFG[q] MAXNODE: not a non-negative integer"),
+    ("ACCOUNTCFG[a] FSTARGET=x", "m.cfg:1: ACCOUNTCFG[a] FSTARGET: not a fairshare target"),
+    ("ENABLENEGJOBPRIORITY maybe", "m.cfg:1: ENABLENEGJOBPRIORITY: not a boolean"),
+    ("FSDEPTH 0", "m.cfg:1: FSDEPTH: must be >= 1"),
+])
+def test_malformed_lines_are_errors_with_file_and_line(text, message):
+    with pytest.raises(MauiConfigError) as info:
+        parse_config(text, "m.cfg")
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_fixture_and_missing_file_errors(tmp_path):
+    with pytest.raises(MauiConfigError, match=r"bad\.cfg:3: FSDECAY: must be in \(0, 1\]"):
+        Maui({"config": str(DATA / "bad.cfg")})
+    with pytest.raises(MauiConfigError, match="cannot read Maui configuration"):
+        Maui({"config": str(tmp_path / "none.cfg")})
+
+
+def test_cli_reports_a_bad_config_on_one_line(tmp_path, capsys):
+    from batfeed.cli import main
+    wl = tmp_path / "w.json"
+    wl.write_text('{"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "d", "walltime": 20}],'
+                  ' "profiles": {"d": {"type": "delay", "delay": 10}}}')
+    code = main(["simulate", str(REPO / "platforms" / "small_4.xml"), str(wl), "--scheduler", "maui",
+                 "--options", f'{{"config": "{DATA / "bad.cfg"}"}}', "--export", str(tmp_path / "o")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "bad.cfg:3: FSDECAY: must be in (0, 1]" in err[0]
+
+
+def test_the_salomon_example():
+    c = load_config(SALOMON)
+    assert c.warnings == []
+    assert (c.credweight, c.classweight, c.fsweight, c.fsaccountweight, c.serviceweight, c.queuetimeweight) == (
+        864000, 1, 8640000, 1, 1, 1)
+    assert (c.fspolicy, c.fsinterval, c.fsdepth, c.fsdecay) == ("DEDICATEDPS", 168 * 3600, 1, 0.5)
+    assert c.accounts["DEFAULT"].fstarget == Target(100)
+    assert (c.enablenegjobpriority, c.rejectnegpriojobs) == (True, False)
+    assert (c.backfillpolicy, c.backfilldepth, c.reservationdepth) == ("FIRSTFIT", 3, 1)
+    table = {name: (e.priority, e.maxwclimit, e.maxnode, e.maxnodeperuser) for name, e in c.classes.items()}
+    assert table == {"qexp": (150, 3600, 32, 8), "qprod": (0, 48 * 3600, None, None),
+                     "qlong": (0, 144 * 3600, 256, None), "qmpp": (0, 4 * 3600, None, None),
+                     "qfree": (-1024, 12 * 3600, 752, None), "qmic": (0, 24 * 3600, None, None),
+                     "SERVICE": (512, None, None, None)}
+    assert c.classes["qlong"].hostlist == ["0-575"]
