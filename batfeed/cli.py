@@ -101,6 +101,20 @@ def cmd_platform(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    from batfeed.validate import validate
+
+    if args.interval is not None and args.interval < 0:
+        raise BatfeedError(f"--interval must be >= 0 seconds (got {args.interval:g})")
+    results = validate(args.trace, args.out, config=args.config, interval=args.interval, poll=args.poll,
+                       weeks=args.weeks, machines=args.machines, platform=args.platform, events=args.events,
+                       maintenance=args.maintenance, on_machine_down=args.on_machine_down, plots=not args.no_plots)
+    scored = [r for r in results if r.jobs]
+    print(f"wrote {Path(args.out) / 'errors.csv'} ({len(results)} weeks, {sum(r.jobs for r in scored)} jobs scored, "
+          f"{sum(r.wall for r in results):.1f} s of simulation)")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from batfeed.demo import run_demo
 
@@ -169,6 +183,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cores", type=int, default=1)
     s.add_argument("--speed", default="1Gf")
     s.set_defaults(func=cmd_platform)
+
+    s = sub.add_parser("validate", help="weekly validation of the Maui scheduler against a recorded trace "
+                                        "(errors.csv and PNG plots)")
+    s.add_argument("trace", help="SWF trace (an Alea <trace>.machines next to it sizes the platform) or workload JSON")
+    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("--config", metavar="MAUI_CFG", help="maui.cfg (default: Maui's defaults)")
+    s.add_argument("--interval", type=float, metavar="SECONDS",
+                   help="scheduling step (Maui's RMPOLLINTERVAL); 0 or absent: event-driven")
+    s.add_argument("--poll", action="store_true", help="with --interval: iterate at every step while jobs wait")
+    s.add_argument("--weeks", metavar="LIST", help="target weeks, e.g. 1-5,29 (default: all from week 1)")
+    s.add_argument("--machines", metavar="FILE", help="Alea .machines file (platform size)")
+    s.add_argument("--platform", metavar="XML", help="platform (default: homogeneous, the trace's size)")
+    s.add_argument("--events", metavar="FILE", help="outages as a Batsim events file on the trace's time axis")
+    s.add_argument("--maintenance", metavar="FILE", help="planned maintenance windows (Batsim events file)")
+    s.add_argument("--on-machine-down", default="ignore", choices=["ignore", "kill-drop", "kill-resubmit"])
+    s.add_argument("--no-plots", action="store_true")
+    s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("demo", help="convert KTH-SP2 and simulate it with FCFS (the README demo)")
     s.add_argument("--out", default="runs/demo")

@@ -1,0 +1,139 @@
+"""``batfeed validate`` (batfeed/validate.py): weekly windows with warm-up, per-job errors, plots.
+
+Fixture tests/data/maui/three_weeks.swf (4 processors, week = 604,800 s):
+
+====  ==========  ========  ====  ===  ======================================
+job   submit      rec wait  run   q    event-driven simulation
+====  ==========  ========  ====  ===  ======================================
+1     0           0         100   4    week 0: only a warm-up
+2     604800      50        100   4    [604800, 604900): wait 0, error -50
+3     604810      300       100   4    after 2: wait 90, error -210
+4     1209605     10        50    2    at once: wait 0, error -10
+5     1209605     0         50    2    at once: wait 0, error 0
+6     1209606     20        10    4    after 4 and 5 (1209655): wait 49, error +29
+====  ==========  ========  ====  ===  ======================================
+
+Week 1: errors (-50, -210): mean -130, median -130, std 80.
+Week 2: errors (-10, 0, 29): mean 19/3, median 0, std sqrt(((-10-19/3)² + (19/3)² + (29-19/3)²) / 3).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import struct
+from pathlib import Path
+
+import pytest
+
+from batfeed.cli import main
+from batfeed.validate import WEEK, parse_weeks, validate, window_events
+
+DATA = Path(__file__).resolve().parent / "data" / "maui"
+TRACE = DATA / "three_weeks.swf"
+STD2 = math.sqrt(((-10 - 19 / 3) ** 2 + (19 / 3) ** 2 + (29 - 19 / 3) ** 2) / 3)
+
+
+def read_errors(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_event_driven_errors_by_hand(tmp_path):
+    res = validate(TRACE, tmp_path, log=lambda s: None)
+    assert [(r.week, r.jobs) for r in res] == [(1, 2), (2, 3)]
+    assert (res[0].mean, res[0].median, res[0].std) == (-130, -130, 80)
+    assert res[1].mean == pytest.approx(19 / 3) and res[1].median == 0 and res[1].std == pytest.approx(STD2)
+    rows = read_errors(tmp_path / "errors.csv")
+    assert list(rows[0]) == ["week", "jobs", "mean_error_s", "median_error_s", "std_error_s", "wall_s"]
+    assert [(r["week"], r["jobs"], r["mean_error_s"], r["median_error_s"], r["std_error_s"]) for r in rows] == [
+        ("1", "2", "-130.0", "-130.0", "80.0"), ("2", "3", f"{19 / 3:.1f}", "0.0", f"{STD2:.1f}")]
+    assert all(float(r["wall_s"]) > 0 for r in rows)
+    # per-job values; submit times relative to the target week's start
+    with open(tmp_path / "weeks" / "wk002_errors.csv", newline="") as f:
+        assert [tuple(r.values()) for r in csv.DictReader(f)] == [
+            ("4", "5", "10", "0", "-10"), ("5", "5", "0", "0", "0"), ("6", "6", "20", "49", "29")]
+    # the week-2 window holds weeks 1 and 2 (jobs 2-6), shifted so that week 1 starts at 0
+    wl = json.loads((tmp_path / "weeks" / "wk002.json").read_text())
+    assert [(j["id"], j["subtime"]) for j in wl["jobs"]] == [(2, 0), (3, 10), (4, 604805), (5, 604805),
+                                                            (6, 604806)]
+
+
+def test_interval_60_s_grows_the_error(tmp_path):
+    # Δ = 60 s, grid = the window's first submission (0) + 60k.  Week 1: 2 at 604800 (on the grid):
+    # wait 0; 3 waits for 2's end (604900) and the next grid point 604920: wait 110, error -190.
+    # Week 2 (604805 -> grid 604860): 4 and 5 wait 55 (errors 45, 55); 6 waits for their end at
+    # 604910 and the grid point 604920: wait 114, error 94.
+    res = validate(TRACE, tmp_path, interval=60, plots=False, log=lambda s: None)
+    assert (res[0].mean, res[0].median) == (-120, -120)
+    assert res[1].mean == pytest.approx((45 + 55 + 94) / 3) and res[1].median == 55
+
+
+def test_cli_writes_errors_and_plots(tmp_path, capsys):
+    out = tmp_path / "v"
+    assert main(["validate", str(TRACE), "--out", str(out), "--weeks", "2", "--interval", "5"]) == 0
+    assert "wrote" in capsys.readouterr().out
+    rows = read_errors(out / "errors.csv")
+    assert [r["week"] for r in rows] == ["2"]
+    for name in ("plots/wk002_wait_cdf.png", "plots/wk002_utilisation.png", "wait_cdf_all.png",
+                 "errors_by_week.png"):
+        assert png_size(out / name) == (900, 520), name
+    assert not (out / "plots" / "wk001_wait_cdf.png").exists()
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    assert main(["validate", str(TRACE), "--out", str(tmp_path), "--weeks", "x"]) == 1
+    assert main(["validate", str(TRACE), "--out", str(tmp_path), "--weeks", "5"]) == 1
+    assert main(["validate", str(tmp_path / "none.swf"), "--out", str(tmp_path)]) == 1
+    assert main(["validate", str(TRACE), "--out", str(tmp_path), "--config", str(DATA / "bad.cfg")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 4
+    assert "bad week range 'x'" in err[0] and "no week to validate: the trace spans weeks 0-2" in err[1]
+    assert "none.swf: no such file" in err[2] and "bad.cfg:3: FSDECAY" in err[3]
+
+
+def test_workload_json_with_trace_wait(tmp_path):
+    # A workload from another adapter (trace_wait); the platform is generated from nb_res.
+    jobs = [{"id": 1, "subtime": 0, "res": 1, "profile": "d", "walltime": 100, "trace_wait": 7},
+            {"id": 2, "subtime": WEEK + 1, "res": 1, "profile": "d", "walltime": 100, "trace_wait": 30},
+            {"id": 3, "subtime": WEEK + 2, "res": 1, "profile": "d", "walltime": 100, "trace_wait": -1}]
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"nb_res": 2, "jobs": jobs, "profiles": {"d": {"type": "delay", "delay": 10}}}))
+    res = validate(wl, tmp_path / "v", plots=False, log=lambda s: None)
+    # job 2: simulated wait 0, recorded 30 -> error -30; job 3 has no recorded wait (not scored)
+    assert [(r.week, r.jobs, r.mean, r.unscored) for r in res] == [(1, 1, -30, 1)]
+
+
+def test_parse_weeks():
+    assert parse_weeks(None, 3) == [1, 2, 3]
+    assert parse_weeks("1-2,5,9", 6) == [1, 2, 5]
+
+
+def test_window_events_shift_and_clip():
+    evs = [{"timestamp": 50, "type": "machine_unavailable", "resources": "0-1"},     # before: 0-1 down at a
+           {"timestamp": 120, "type": "machine_available", "resources": "1"},
+           {"timestamp": 150, "type": "machine_unavailable", "resources": "3"},
+           {"timestamp": 400, "type": "machine_available", "resources": "0 3"}]     # after b
+    assert window_events(evs, 100, 200) == [
+        {"timestamp": 0.0, "type": "machine_unavailable", "resources": "0-1"},
+        {"timestamp": 20.0, "type": "machine_available", "resources": "1"},
+        {"timestamp": 50.0, "type": "machine_unavailable", "resources": "3"},
+        {"timestamp": 100.0, "type": "machine_available", "resources": "0 3"}]       # all back at b - a
+    assert window_events(evs, 500, 600) == []
+
+
+def test_validate_with_outages(tmp_path):
+    # Machines 0-1 down during [604800, 604850): week 1's job 2 (4 processors) cannot start before
+    # 604850 -> wait 50 (error 0); 3 then waits until 604950 -> wait 140 (error -160).
+    ev = tmp_path / "down.txt"
+    ev.write_text('{"timestamp": 604800, "type": "machine_unavailable", "resources": "0-1"}\n'
+                  '{"timestamp": 604850, "type": "machine_available", "resources": "0-1"}\n')
+    res = validate(TRACE, tmp_path / "v", weeks="1", events=str(ev), plots=False, log=lambda s: None)
+    assert (res[0].mean, res[0].median) == (-80, -80)
