@@ -21,8 +21,11 @@ jobs in order B (starved ones first) starts every job with
 ``q <= free and (now + p̃ <= shadow or q <= extra)``, ``extra -= q`` for those ending after the
 shadow.  A job without walltime has p̃ = inf: it only backfills on ``extra`` machines, and when
 running jobs without walltime hold what the head needs, the shadow is inf and every job that fits
-may start.  The pass is skipped when no machine is free (nothing could start), and it jumps over
-the waiting jobs that cannot qualify (``QueueIndex.scan``) instead of examining all of them.
+may start.  Shortcuts that change no decision (tests/test_backfill_properties.py compares with a
+naive transcription of the pseudo-code): no pass when no machine is free (nothing could start);
+the backfill pass jumps over the waiting jobs that cannot qualify (``QueueIndex.scan``) instead of
+examining all of them; and when nothing changed since a pass that started nothing (same running
+jobs, free machines and head), only the jobs submitted since are tried.
 
 ``reservation: "machines"`` reproduces batsched's ``easy_bf`` (src/algo/easy_bf.cpp with
 src/schedule.cpp's first-fit time slices and the basic resource selector):
