@@ -293,7 +293,7 @@ def write_errors_csv(path: Path, results: Sequence[WeekResult]) -> Path:
         return "" if math.isnan(x) else f"{x:.1f}"
 
     lines = ["week,jobs,mean_error_s,median_error_s,std_error_s,wall_s"]
-    lines += [f"{r.week},{r.jobs},{f(r.mean)},{f(r.median)},{f(r.std)},{r.wall:.2f}" for r in results]
+    lines += [f"{r.week},{r.jobs},{f(r.mean)},{f(r.median)},{f(r.std)},{r.wall:.3f}" for r in results]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
