@@ -163,13 +163,6 @@ class BackfillScheduler(BatfeedScheduler):
             excl = union(excl, list(exclude))
         return self.free.take_lowest_outside(e.q, excl)
 
-    def usable(self, now: float, d: float) -> int:
-        """Free machines a job running [now, now + d) may use (outside the windows it overlaps)."""
-        if not self.profile.windows:
-            return self.free.count
-        blocked = self.profile.blocked(now, now + d)
-        return self.free.count - self.free.count_in(blocked) if blocked else self.free.count
-
     def record(self, now: float, e: Entry, t: float) -> None:
         self.reservations.append((now, e.id, t))
 

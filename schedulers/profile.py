@@ -68,7 +68,7 @@ class Profile:
         self._seq += 1
         self.version += 1
         self.jobs[jid] = (key, ivs)
-        if self.ends_in_steps:
+        if self.ends_in_steps and end < INF:
             self._step(end, ret)
         self.total += ret
         if not self._keys or key > self._maxes[-1]:
@@ -111,7 +111,7 @@ class Profile:
         ret = self._rets[b].pop(i)
         self._sums[b] -= ret
         self.total -= ret
-        if self.ends_in_steps:
+        if self.ends_in_steps and key_end < INF:
             self._step(key_end, -ret)
         if not self._keys[b]:
             for lists in (self._keys, self._rets, self._ids, self._sums, self._maxes):
@@ -126,7 +126,7 @@ class Profile:
         self._rets[b][i] = ret
         self._sums[b] += d
         self.total += d
-        if self.ends_in_steps:
+        if self.ends_in_steps and self._keys[b][i][0] < INF:
             self._step(self._keys[b][i][0], d)
 
     def running(self) -> Iterator[tuple[float, int, str]]:
@@ -202,30 +202,27 @@ class Profile:
                 out = union(out, w.machines)
         return out
 
-    def window_bounds(self) -> list[float]:
-        return sorted({t for w in self.windows for t in (w.start, w.end)})
-
     # ------------------------------------------------------------------ queries
     def levels(self, now: float, free: int, skip: tuple[float, float, int] | None = None
                ) -> Iterator[tuple[float, int]]:
-        """(t, free machines from t until the next t) for t = now and every later change.
+        """(t, free machines from t until the next t) for t = now and every later change
+        (running jobs without walltime never give their machines back).
 
         ``skip=(t, d, q)``: as if the reservation of q machines during [t, t + d) were not there.
         """
         level, cur = free, now
-        if skip is not None:
-            st, sd, sq = skip
-            free_at = {st: sq, st + sd: -sq}
         if self.unavailable:      # down machines of an ongoing window: not free now, back at its end
             level += sum(count(intersect(w.machines, self.unavailable)) for w in self.windows
                          if w.start <= now < w.end)
-        steps = zip(self.times, self.deltas, strict=True)
+        steps: Iterator[tuple[float, int]] = zip(self.times, self.deltas, strict=True)
+        if skip is not None:      # one entry per time in the step lists: adjust before any merge
+            st, sd, sq = skip
+            adjust = {st: sq, st + sd: -sq} if st + sd < INF else {st: sq}
+            steps = ((t, dl + adjust.get(t, 0)) for t, dl in steps)
         if not self.ends_in_steps and self.total:
             ends = ((k[0], r) for keys, rets in zip(self._keys, self._rets, strict=True)
-                    for k, r in zip(keys, rets, strict=True))
+                    for k, r in zip(keys, rets, strict=True) if k[0] < INF)
             steps = heapq.merge(ends, steps)
-        if skip is not None:
-            steps = ((t, dl + free_at.get(t, 0)) for t, dl in steps)
         for t, dl in steps:
             if t > cur:
                 yield cur, level
