@@ -150,6 +150,13 @@ class Maui(BackfillScheduler):
         self._neg_held: dict[str, Entry] = {}                   # held for a negative priority
         self._floor: int | None = None                            # min free machines from now on (cache)
         self._deferred = False
+        # The priority order cannot change while nothing happens (no XFACTOR, no fairshare, and
+        # either negative priorities kept or no credential term to unclamp differently): an
+        # iteration with the state of one that started nothing is skipped (it would start nothing).
+        creds = cfg.credweight and any(getattr(cfg, f"{k}weight") for _, k in KINDS)
+        self._static = (not cfg.xfactorweight * cfg.serviceweight and not (self._fs_on and self.fs.enabled)
+                        and (cfg.enablenegjobpriority or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
+        self._idle: tuple | None = None
         self.t0: float | None = None                             # first submission: the interval grid
         self.iterations = 0
 
@@ -356,6 +363,9 @@ class Maui(BackfillScheduler):
         wq.new = []
         if self.free.count == 0 and not self.trace_reservations:
             return                      # nothing could start: reservations are recomputed next time
+        sig = (self.profile.version, self.free.count, len(wq), wq.seq)
+        if self._static and sig == self._idle and not self.trace_reservations:
+            return                      # same state and order as an iteration that started nothing
         self.iterations += 1
         self._neg_held = {}
         self._clear_reservations()
@@ -383,11 +393,14 @@ class Maui(BackfillScheduler):
             break
         for e in started:
             wq.remove(e)
+        n = len(wq)
         if rest and cfg.backfillpolicy != "NONE" and self.free.count > 0:
             if cfg.backfillpolicy == "FIRSTFIT":
                 self._firstfit(reserved, now)
             else:
                 self._bestfit(reserved, now)
+        idle = not started and len(wq) == n and not self._neg_held
+        self._idle = (self.profile.version, self.free.count, len(wq), wq.seq) if idle else None
 
     def _held(self, e: Entry, info: JobInfo) -> bool:
         """Blocked now by a class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""

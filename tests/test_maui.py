@@ -350,3 +350,18 @@ def test_simulate_cli_with_the_salomon_example(tmp_path, capsys):
     out = capsys.readouterr().out
     # job 2 asks 2 h in qexp (MAXWCLIMIT 1 h): rejected
     assert "completed=1 + rejected=1" in out
+
+
+def test_poll_skips_iterations_that_cannot_change_anything(tmp_path):
+    # 1 [0,300) on 3 machines; 2 (4 machines, arrives at 1) waits with one machine free.  Δ = 10 with
+    # poll: grid points 10, 20, ..., 290 (29 of them), then 300 when 1 ends.
+    # Default config (order fixed while nothing happens): iterations at 0, 10 (starts nothing) and
+    # 300; the 28 later grid points find the same state and are skipped.
+    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 29 points + 0 + 300.
+    jobs = [(1, 0, 3, 300, 300), (2, 1, 4, 10, 10)]
+    static = Maui({"interval": 10, "poll": True})
+    assert schedule(tmp_path / "s", jobs, static) == {"1": (0, 300, "0-2"), "2": (300, 310, "0-3")}
+    assert static.iterations == 3
+    dynamic = Maui({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
+    assert schedule(tmp_path / "d", jobs, dynamic) == {"1": (0, 300, "0-2"), "2": (300, 310, "0-3")}
+    assert dynamic.iterations == 31
