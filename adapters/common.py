@@ -296,6 +296,7 @@ def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOption
                 longest[it.queue] = max(longest.get(it.queue, 0.0), it.walltime)
     statuses = None if opts.statuses is None else {str(x).lower() for x in opts.statuses}
     users = None if opts.users is None else {str(u) for u in opts.users}
+    filtering = statuses is not None or users is not None or opts.window != (None, None)
     kept: list[tuple[TraceJob, int, float, float]] = []
     seen: dict[Any, int | None] = {}
     for it in items:
@@ -304,7 +305,8 @@ def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOption
                 raise it
             tally.drop("corrupt_line", it.line, it.job, it.path)
             continue
-        if reason := it.skip or _filter_reason(it, opts, statuses, users):
+        reason = it.skip or (_filter_reason(it, opts, statuses, users) if filtering else None)
+        if reason:
             tally.drop(reason, it.line, it.id, it.path)
             continue
         res = scale_size(job_res(it, opts), opts)
@@ -365,10 +367,10 @@ def _to_batsim(kept: list[tuple[TraceJob, int, float, float]], opts: ConvertOpti
         profiles.setdefault(pname, {"type": "delay", "delay": float(delay)})
         entry: dict[str, Any] = {"id": jid, "subtime": job.submit - origin, "res": res,
                                  "walltime": walltime if walltime > 0 else -1, "profile": pname}
-        if str(job.id) != str(jid):
+        if job.id != jid:  # a text id, or renumbered
             entry["original_id"] = str(job.id)
         entry.update(job.meta)
-        if entry.get("original_id") == str(jid):
+        if "original_id" in entry and entry["original_id"] == str(jid):
             del entry["original_id"]
         jobs.append(entry)
     return Cleaned(jobs, profiles, origin, tally)

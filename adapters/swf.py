@@ -55,6 +55,7 @@ _COLUMNS: tuple[tuple[str, type], ...] = (
 _INT_COLUMNS = tuple(i for i, (_, kind) in enumerate(_COLUMNS) if kind is int)
 _int_values = operator.itemgetter(*_INT_COLUMNS)
 _LINE = re.compile(rf"{_NUMBER.pattern}(?: {_NUMBER.pattern})*")
+_JOB_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(slots=True)
@@ -91,13 +92,19 @@ class CorruptLine(BadRecord):
         self.job = job
 
 
+def _job_number(tokens: list[str]) -> int | None:
+    return int(tokens[0]) if tokens and _JOB_NUMBER.fullmatch(tokens[0]) else None
+
+
 def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfRecord:
-    job = int(tokens[0]) if tokens and re.fullmatch(r"[+-]?[0-9]+", tokens[0]) else None
-    if len(tokens) != NB_FIELDS and not (extended and len(tokens) > NB_FIELDS):
-        more = " or more" if extended else ""
-        raise CorruptLine(f"corrupt line: expected {NB_FIELDS}{more} fields, found {len(tokens)}", path, line, job)
-    extra = tuple(tokens[NB_FIELDS:])
-    tokens = tokens[:NB_FIELDS]
+    extra: tuple[str, ...] = ()
+    if len(tokens) != NB_FIELDS:
+        if not (extended and len(tokens) > NB_FIELDS):
+            more = " or more" if extended else ""
+            raise CorruptLine(f"corrupt line: expected {NB_FIELDS}{more} fields, found {len(tokens)}", path, line,
+                              _job_number(tokens))
+        extra = tuple(tokens[NB_FIELDS:])
+        tokens = tokens[:NB_FIELDS]
     if _LINE.fullmatch(" ".join(tokens)):  # fast path: one regex for the whole line
         nums: list = list(map(float, tokens))
         if all(map(math.isfinite, nums)) and all(map(float.is_integer, _int_values(nums))):
@@ -109,7 +116,8 @@ def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfR
             kind is int and not num.is_integer()
         ):
             what = "an integer" if kind is int else "a number"
-            raise CorruptLine(f"corrupt line: field {i} ({name}) is not {what}: {tok!r}", path, line, job)
+            raise CorruptLine(f"corrupt line: field {i} ({name}) is not {what}: {tok!r}", path, line,
+                              _job_number(tokens))
     raise AssertionError("unreachable")
 
 
