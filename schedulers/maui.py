@@ -68,7 +68,11 @@ at t0 + kΔ, t0 = the first submission; an arrival, completion or machine event 
 points is acted upon at the next one (CALL_ME_LATER), so idle time appears as in Maui's
 simulator; with ``poll`` an iteration also runs at every grid point while jobs wait.  A call is
 requested only while jobs wait, so the simulation ends as Batsim requires (no pending call
-once everything is done).
+once everything is done).  When the priority order cannot change with time alone (no XFACTOR,
+no fairshare, no credential term that the clamp at 1 could reorder), an iteration whose state
+(profile version, free machines, queue) equals that of an iteration that started nothing is
+skipped: it would start nothing either (later spans only meet more constraints), so ``poll``
+then gives exactly the schedule of the default interval mode, faster.
 
 Other UNDEF → choices: fairshare usage is charged continuously (machines × seconds) and the
 windows are aligned on simulated time 0; queue time runs from submission (Maui's FULL accrual
