@@ -102,6 +102,8 @@ def cmd_platform(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from batfeed.validate import validate
 
     if args.interval is not None and args.interval < 0:
@@ -112,6 +114,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
     scored = [r for r in results if r.jobs]
     print(f"wrote {Path(args.out) / 'errors.csv'} ({len(results)} weeks, {sum(r.jobs for r in scored)} jobs scored, "
           f"{sum(r.wall for r in results):.1f} s of simulation)")
+    if scored:
+        rec = np.concatenate([r.recorded for r in scored])
+        room = np.concatenate([r.room for r in scored])
+        print(f"{int(room.sum())} of {len(room)} scored jobs ({room.mean():.0%}) waited while the recorded schedule "
+              f"had room for them all along ({rec[room].sum() / max(rec.sum(), 1.0):.0%} of the recorded wait): "
+              f"see {Path(args.out) / 'errors_contention.csv'}")
     return 0
 
 

@@ -19,7 +19,10 @@
    without recorded wait or never started in the simulation are left out and counted).
    ``DIR/errors.csv``: ``week,jobs,mean_error_s,median_error_s,std_error_s,wall_s`` (population
    standard deviation; wall = wall-clock seconds of the week's simulation, loading included).
-   ``DIR/weeks/wkNNN_errors.csv``: the per-job values.  Plots (PNG, :mod:`batfeed.plotpng`):
+   ``DIR/weeks/wkNNN_errors.csv``: the per-job values, with ``room`` = 1 when the recorded schedule
+   had the job's request free during its whole recorded wait (:mod:`batfeed.contention`: a wait no
+   simulation of the trace's jobs can reproduce); ``DIR/errors_contention.csv``: per week, those
+   "room" jobs and the error over the other, contention-bound, jobs.  Plots (PNG, :mod:`batfeed.plotpng`):
    ``DIR/plots/wkNNN_wait_cdf.png`` (recorded vs simulated waits of the target week),
    ``DIR/plots/wkNNN_utilisation.png`` (hourly utilisation of the simulated jobs over warm-up and
    target week, recorded vs simulated), ``DIR/wait_cdf_all.png`` and ``DIR/errors_by_week.png``.
@@ -38,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from batfeed.contention import room_by_job, summarise
 from batfeed.errors import BatfeedError, InputError
 
 WEEK = 7 * 86400.0
@@ -55,6 +59,13 @@ class WeekResult:
     unscored: int = 0           # target-week jobs without recorded wait or not started
     recorded: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     simulated: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    room: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
+
+    @property
+    def contention(self) -> tuple[int, float, float, float]:
+        """(jobs, mean, median, std) of the error over contention-bound jobs (not "room" ones)."""
+        err = (self.simulated - self.recorded)[~self.room] if len(self.room) else np.zeros(0)
+        return (len(err), *summarise(err))
 
 
 # ---------------------------------------------------------------------------------------- inputs
@@ -221,6 +232,7 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
     top = {k: v for k, v in data.items() if k not in ("jobs", "profiles")}
     results = []
     subtimes = np.array([float(j["subtime"]) for j in jobs])
+    room = room_by_job(jobs, data["profiles"], nb_res, recorded_wait)
     for k in targets:
         a, mid, b = origin + (k - 1) * WEEK, origin + k * WEEK, origin + (k + 1) * WEEK
         lo, hi = np.searchsorted(subtimes, a, "left"), np.searchsorted(subtimes, b, "left")
@@ -244,14 +256,17 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
         run_simulation(plat, [wpath], scheduler="maui", options=opts, events=evs, export=wdir / name,
                        dynamic=on_machine_down == "kill-resubmit")
         wall = time.perf_counter() - t0
-        res = _score(k, window, data["profiles"], wdir / f"{name}_jobs.csv", mid - a, wall, wdir / f"{name}_errors.csv")
+        res = _score(k, window, room, wdir / f"{name}_jobs.csv", mid - a, wall, wdir / f"{name}_errors.csv")
         results.append(res)
+        cj, cmean, cmed, _ = res.contention
         log(f"week {k}: {res.jobs} jobs scored ({res.unscored} not), error mean {res.mean:.0f} s, median "
-            f"{res.median:.0f} s, std {res.std:.0f} s; simulated in {wall:.2f} s")
+            f"{res.median:.0f} s, std {res.std:.0f} s; {cj} contention-bound jobs: mean {cmean:.0f} s, "
+            f"median {cmed:.0f} s; simulated in {wall:.2f} s")
         if plots:
             _plot_week(out / "plots", name, k, window, data["profiles"], wdir / f"{name}_jobs.csv", res,
                        nb_res, mid - a, interval)
     write_errors_csv(out / "errors.csv", results)
+    write_contention_csv(out / "errors_contention.csv", results)
     if plots:
         _plot_summary(out, results, interval)
     return results
@@ -262,10 +277,10 @@ def _sim_rows(jobs_csv: Path) -> dict[str, dict[str, str]]:
         return {r["job_id"]: r for r in csv.DictReader(f)}
 
 
-def _score(k: int, window: list[dict[str, Any]], profiles: dict[str, Any], jobs_csv: Path, split: float,
+def _score(k: int, window: list[dict[str, Any]], room: dict[Any, bool], jobs_csv: Path, split: float,
            wall: float, out_csv: Path) -> WeekResult:
     rows = _sim_rows(jobs_csv)
-    rec, sim, unscored, lines = [], [], 0, []
+    rec, sim, flags, unscored, lines = [], [], [], 0, []
     for j in window:
         if j["subtime"] < split:
             continue
@@ -277,15 +292,14 @@ def _score(k: int, window: list[dict[str, Any]], profiles: dict[str, Any], jobs_
         s = float(row["starting_time"]) - float(row["submission_time"])
         rec.append(r)
         sim.append(s)
-        lines.append(f"{j['id']},{j['subtime'] - split:.0f},{r:.0f},{s:.0f},{s - r:.0f}")
-    out_csv.write_text("job_id,submit_in_week_s,recorded_wait_s,simulated_wait_s,error_s\n"
+        flags.append(room.get(j["id"], False))
+        lines.append(f"{j['id']},{j['subtime'] - split:.0f},{r:.0f},{s:.0f},{s - r:.0f},{int(flags[-1])}")
+    out_csv.write_text("job_id,submit_in_week_s,recorded_wait_s,simulated_wait_s,error_s,room\n"
                        + "".join(f"{x}\n" for x in lines), encoding="utf-8")
-    rec_a, sim_a = np.array(rec), np.array(sim)
+    rec_a, sim_a, room_a = np.array(rec), np.array(sim), np.array(flags, dtype=bool)
     if not rec:
-        return WeekResult(k, 0, math.nan, math.nan, math.nan, wall, unscored, rec_a, sim_a)
-    err = sim_a - rec_a
-    return WeekResult(k, len(err), float(err.mean()), float(np.median(err)), float(err.std()), wall, unscored,
-                      rec_a, sim_a)
+        return WeekResult(k, 0, math.nan, math.nan, math.nan, wall, unscored, rec_a, sim_a, room_a)
+    return WeekResult(k, len(rec_a), *summarise(sim_a - rec_a), wall, unscored, rec_a, sim_a, room_a)
 
 
 def write_errors_csv(path: Path, results: Sequence[WeekResult]) -> Path:
@@ -294,6 +308,23 @@ def write_errors_csv(path: Path, results: Sequence[WeekResult]) -> Path:
 
     lines = ["week,jobs,mean_error_s,median_error_s,std_error_s,wall_s"]
     lines += [f"{r.week},{r.jobs},{f(r.mean)},{f(r.median)},{f(r.std)},{r.wall:.3f}" for r in results]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_contention_csv(path: Path, results: Sequence[WeekResult]) -> Path:
+    """Per week: jobs whose recorded wait had room throughout (:mod:`batfeed.contention`), and the
+    error over the other, contention-bound, jobs."""
+    def f(x: float) -> str:
+        return "" if math.isnan(x) else f"{x:.1f}"
+
+    lines = ["week,jobs,room_jobs,room_wait_share,contention_jobs,mean_error_s,median_error_s,std_error_s"]
+    for r in results:
+        n, mean, med, std = r.contention
+        total = float(r.recorded.sum()) if len(r.recorded) else 0.0
+        share = float(r.recorded[r.room].sum()) / total if total > 0 else math.nan
+        lines.append(f"{r.week},{r.jobs},{int(r.room.sum())},{f(share) if math.isnan(share) else f'{share:.3f}'},"
+                     f"{n},{f(mean)},{f(med)},{f(std)}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

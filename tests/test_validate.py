@@ -15,6 +15,11 @@ job   submit      rec wait  run   q    event-driven simulation
 
 Week 1: errors (-50, -210): mean -130, median -130, std 80.
 Week 2: errors (-10, 0, 29): mean 19/3, median 0, std sqrt(((-10-19/3)² + (19/3)² + (29-19/3)²) / 3).
+
+"Room" (the recorded schedule had the job's request free during its whole recorded wait): job 2
+waited [604800, 604850) on an idle machine -> room; job 3 waited while 2 held all 4 -> no room; job 4
+waited [1209605, 1209615) beside 5 (2 of 4) -> room; 5 did not wait; 6 waited while 4 and 5 ran -> no.
+Contention-bound errors: week 1 (-210), week 2 (0, 29): mean 14.5.
 """
 
 from __future__ import annotations
@@ -59,7 +64,15 @@ def test_event_driven_errors_by_hand(tmp_path):
     # per-job values; submit times relative to the target week's start
     with open(tmp_path / "weeks" / "wk002_errors.csv", newline="") as f:
         assert [tuple(r.values()) for r in csv.DictReader(f)] == [
-            ("4", "5", "10", "0", "-10"), ("5", "5", "0", "0", "0"), ("6", "6", "20", "49", "29")]
+            ("4", "5", "10", "0", "-10", "1"), ("5", "5", "0", "0", "0", "0"), ("6", "6", "20", "49", "29", "0")]
+    with open(tmp_path / "weeks" / "wk001_errors.csv", newline="") as f:
+        assert [(r["job_id"], r["room"]) for r in csv.DictReader(f)] == [("2", "1"), ("3", "0")]
+    assert [r.contention for r in res] == [(1, -210, -210, 0), (2, 14.5, 14.5, 14.5)]
+    assert read_errors(tmp_path / "errors_contention.csv") == [
+        {"week": "1", "jobs": "2", "room_jobs": "1", "room_wait_share": f"{50 / 350:.3f}", "contention_jobs": "1",
+         "mean_error_s": "-210.0", "median_error_s": "-210.0", "std_error_s": "0.0"},
+        {"week": "2", "jobs": "3", "room_jobs": "1", "room_wait_share": f"{10 / 30:.3f}", "contention_jobs": "2",
+         "mean_error_s": "14.5", "median_error_s": "14.5", "std_error_s": "14.5"}]
     # the week-2 window holds weeks 1 and 2 (jobs 2-6), shifted so that week 1 starts at 0
     wl = json.loads((tmp_path / "weeks" / "wk002.json").read_text())
     assert [(j["id"], j["subtime"]) for j in wl["jobs"]] == [(2, 0), (3, 10), (4, 604805), (5, 604805),
