@@ -107,16 +107,19 @@ KINDS = (("users", "user"), ("groups", "group"), ("accounts", "account"), ("clas
 class JobInfo:
     """What the priority and the limits need about a waiting or running job."""
 
-    __slots__ = ("user", "group", "account", "cls", "cred", "fs_terms", "keys", "limits", "nodes", "others")
+    __slots__ = ("user", "group", "account", "cls", "cred", "fs_terms", "keys", "limits", "cred_limits",
+                 "nodes", "others")
 
     def __init__(self, user: str, group: str, account: str, cls: str, cred: float,
                  fs_terms: list[tuple[tuple[str, str], float, Target]], limits: Cred | None,
-                 nodes: Intervals | None, others: Intervals):
+                 nodes: Intervals | None, others: Intervals,
+                 cred_limits: tuple[tuple[tuple[str, str], Cred], ...] = ()):
         self.user, self.group, self.account, self.cls = user, group, account, cls
         self.cred = cred                  # CREDWEIGHT · Σ sub-weight · credential priority
         self.fs_terms = fs_terms          # (fairshare key, FS sub-weight, target) with a target
         self.keys = (("user", user), ("group", group), ("account", account), ("class", cls))
         self.limits = limits              # the class's CLASSCFG entry (or DEFAULT's), if any
+        self.cred_limits = cred_limits    # ((kind, name), entry) of USER/GROUP/ACCOUNTCFG with MAXJOB/MAXPROC
         self.nodes = nodes                # HOSTLIST machines, None = all
         self.others = others              # machines outside HOSTLIST
 
@@ -147,6 +150,7 @@ class Maui(BackfillScheduler):
         self._creds: dict[tuple[str, str], Cred | None] = {}
         self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
         self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
+        self.use_cred: dict[tuple[str, str], list[int]] = {}   # (kind, name) with a limit -> [machines, jobs]
         self.run_info: dict[str, tuple[JobInfo, int]] = {}
         self.nodesets: dict[str, Intervals] = {}               # class -> HOSTLIST machines
         self._res: list[tuple[float, float, int]] = []          # this iteration's reservations (t, p̃, q)
@@ -220,10 +224,13 @@ class Maui(BackfillScheduler):
         names = {"users": user, "groups": group, "accounts": account, "classes": cls}
         cred = 0.0
         fs_terms = []
+        cred_limits = []
         for kind, short in KINDS:
             entry = self._cred(kind, names[kind])
             if entry is None:
                 continue
+            if kind != "classes" and (entry.maxjob is not None or entry.maxnode is not None):
+                cred_limits.append(((short, names[kind]), entry))
             w = getattr(cfg, f"{short}weight")
             if w and entry.priority:
                 cred += w * entry.priority
@@ -235,7 +242,8 @@ class Maui(BackfillScheduler):
         if nodes is None:
             nodes = self.nodesets.get("DEFAULT")
         others = subtract([(0, self.nb_machines - 1)], nodes) if nodes is not None else []
-        return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others)
+        return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others,
+                       tuple(cred_limits))
 
     # ---------------------------------------------------------------- callbacks
     def onSimulationBegins(self) -> None:
@@ -285,6 +293,9 @@ class Maui(BackfillScheduler):
                     return f"requests {q} machines, more than {name} {lim} of class {info.cls}"
         if info.nodes is not None and q > count(info.nodes):
             return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
+        for (kind, name), c in info.cred_limits:
+            if c.maxnode is not None and q > c.maxnode:
+                return f"requests {q} machines, more than MAXPROC {c.maxnode} of {kind} {name}"
         return None
 
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
@@ -295,6 +306,10 @@ class Maui(BackfillScheduler):
             u = table.setdefault(key, [0, 0])
             u[0] += e.q
             u[1] += 1
+        for key, _ in info.cred_limits:
+            u = self.use_cred.setdefault(key, [0, 0])
+            u[0] += e.q
+            u[1] += 1
         self.fs.start(info.keys, e.q, now)
 
     def onJobCompletion(self, job: Job) -> None:
@@ -303,6 +318,10 @@ class Maui(BackfillScheduler):
             info, q = got
             for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
                 u = table[key]
+                u[0] -= q
+                u[1] -= 1
+            for key, _ in info.cred_limits:
+                u = self.use_cred[key]
                 u[0] -= q
                 u[1] -= 1
             self.fs.stop(info.keys, q, self.bs.time())
@@ -407,11 +426,16 @@ class Maui(BackfillScheduler):
         self._idle = (self.profile.version, self.free.count, len(wq), wq.seq) if idle else None
 
     def _held(self, e: Entry, info: JobInfo) -> bool:
-        """Blocked now by a class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
+        """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
         cfg = self.cfg
         if cfg.enablenegjobpriority and cfg.rejectnegpriojobs and -e.kp[0] < 0:
             self._neg_held[e.id] = e
             return True
+        for key, lim in info.cred_limits:
+            u = self.use_cred.get(key, (0, 0))
+            if (lim.maxnode is not None and u[0] + e.q > lim.maxnode) or \
+                    (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
+                return True
         c = info.limits
         if c is None:
             return False

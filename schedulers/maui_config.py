@@ -43,6 +43,9 @@ whole-node platform such as Salomon, processors for an SWF trace converted per p
 ``MAXNODEPERUSER`` (``MAXPROCPERUSER``), ``MAXNODEPERJOB`` (``MAXPROCPERJOB``), ``MAXWCLIMIT``
 (``MAX.WCLIMIT``, a duration) and ``HOSTLIST`` (batfeed extension of Moab's attribute: Batsim
 machine ids and ranges ``0-575,1006``, or host names, separated by commas or spaces).
+``USERCFG``/``GROUPCFG``/``ACCOUNTCFG`` limits: ``MAXJOB`` and ``MAXNODE`` (``MAXPROC``) running at
+once under that credential, all classes together (``USERCFG[DEFAULT] MAXPROC=60``: every user at
+most 60 machines; Maui's hard limit, one value).
 
 Unknown keywords and unknown attributes are collected in :attr:`MauiConfig.warnings` (the
 scheduler logs them in one warning); a malformed line raises :class:`MauiConfigError`
@@ -143,6 +146,11 @@ CREDS = {"USERCFG": "users", "GROUPCFG": "groups", "ACCOUNTCFG": "accounts", "CL
 CRED_ATTRS: dict[str, tuple[str, str]] = {
     "PRIORITY": ("priority", "float"),
     "FSTARGET": ("fstarget", "target"),
+}
+LIMIT_ATTRS: dict[str, tuple[str, str]] = {       # USERCFG/GROUPCFG/ACCOUNTCFG: that credential's total
+    "MAXJOB": ("maxjob", "int"),
+    "MAXNODE": ("maxnode", "int"),
+    "MAXPROC": ("maxnode", "int"),
 }
 CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "MAXJOB": ("maxjob", "int"),
@@ -293,7 +301,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                 if not eq or not val:
                     raise MauiConfigError(f"{name}[{index}]: expected ATTR=VALUE, got {tok!r}", source, lineno)
                 akey = key.upper()
-                spec = CRED_ATTRS.get(akey) or (CLASS_ATTRS.get(akey) if name == "CLASSCFG" else None)
+                spec = CRED_ATTRS.get(akey) or (CLASS_ATTRS if name == "CLASSCFG" else LIMIT_ATTRS).get(akey)
                 if spec is None:
                     unknown.append(f"{name}[{index}] {key} (line {lineno})")
                     continue

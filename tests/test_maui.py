@@ -189,6 +189,26 @@ def test_class_limits_are_enforced(tmp_path, caplog):
     assert "rejecting w0!6: walltime 3600 s exceeds MAXWCLIMIT" in caplog.text
 
 
+def test_credential_limits_are_enforced(tmp_path):
+    # USERCFG[DEFAULT] MAXPROC=2 (every user), USERCFG[bob] MAXJOB=1 (bob also keeps MAXPROC 2).
+    cfg = cfg_file(tmp_path, "USERCFG[DEFAULT] MAXPROC=2\nUSERCFG[bob] MAXJOB=1\n")
+    alice, bob, carol = {"user": "alice"}, {"user": "bob"}, {"user": "carol"}
+    jobs = [(1, 0, 1, 100, 100, alice), (2, 0, 1, 100, 100, alice),
+            (3, 0, 1, 50, 50, alice),     # alice already runs 2 machines: waits for 1 and 2 (100)
+            (4, 0, 1, 100, 100, bob),
+            (5, 0, 1, 30, 30, bob),       # bob already runs 1 job: waits for 4 (100)
+            (6, 0, 3, 10, 10, carol)]     # 3 machines > MAXPROC 2: can never start, rejected
+    sched = Maui({"config": cfg})
+    rows, _ = simulate(tmp_path, jobs, sched)
+    # machine 3 stays idle during [0, 100) although 3 and 5 wait: the limits hold them
+    assert {k: v[:3] for k, v in rows.items() if v[3] != "REJECTED"} == {
+        "1": (0, 100, "0"), "2": (0, 100, "1"), "4": (0, 100, "2"), "3": (100, 150, "0"), "5": (100, 130, "1")}
+    assert sched.rejected == {"w0!6": "requests 3 machines, more than MAXPROC 2 of user carol"}
+    # without the limits everything but 5 starts at once (6 waits for 3 free machines)
+    free = schedule(tmp_path / "free", jobs, Maui())
+    assert free["3"][0] == 0 and free["6"][0] == 100
+
+
 def test_hostlist_reservation_pins_its_machines(tmp_path):
     # qlong may only use machines 0-1.  1 (qlong, 1 machine) [0,100) on 0.  2 (qlong, 2 machines)
     # needs 0-1: machine 1 is free, 0 comes back at 100 -> reserved [100,110) on 0-1 (pinned).

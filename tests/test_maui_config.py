@@ -58,6 +58,15 @@ def test_default_entry_fills_missing_attributes():
     assert c.cred("users", "u") is None
 
 
+def test_credential_limits():
+    c = parse_config("USERCFG[DEFAULT] MAXPROC=60\nUSERCFG[u7] MAXJOB=4\nGROUPCFG[g] MAXNODE=8\n")
+    u7, other = c.cred("users", "u7"), c.cred("users", "u1")
+    assert (u7.maxjob, u7.maxnode) == (4, 60) and (other.maxjob, other.maxnode) == (None, 60)
+    assert c.cred("groups", "g").maxnode == 8
+    # class-only attributes stay unknown on the other credentials
+    assert parse_config("USERCFG[u] MAXWCLIMIT=1:00:00\n").warnings[0].endswith(": USERCFG[u] MAXWCLIMIT (line 1)")
+
+
 def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
     path = tmp_path / "m.cfg"
     path.write_text("SERVERHOST head\nQOSCFG[hi] PRIORITY=10\nCLASSCFG[q] QLIST=hi PRIORITY=2\nFSWEIGHT 2\n")
@@ -80,6 +89,7 @@ def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
     ("CLASSCFG[q] PRIORITY", "m.cfg:1: CLASSCFG[q]: expected ATTR=VALUE, got 'PRIORITY'"),
     ("CLASSCFG PRIORITY=3", "m.cfg:1: CLASSCFG needs an index"),
     ("CLASSCFG[q] MAXNODE=many", "m.cfg:1: CLASSCFG[q] MAXNODE: not a non-negative integer"),
+    ("USERCFG[DEFAULT] MAXPROC=60,240", "m.cfg:1: USERCFG[DEFAULT] MAXPROC: not a non-negative integer"),
     ("ACCOUNTCFG[a] FSTARGET=x", "m.cfg:1: ACCOUNTCFG[a] FSTARGET: not a fairshare target"),
     ("ENABLENEGJOBPRIORITY maybe", "m.cfg:1: ENABLENEGJOBPRIORITY: not a boolean"),
     ("FSDEPTH 0", "m.cfg:1: FSDEPTH: must be >= 1"),
