@@ -133,3 +133,9 @@ def test_the_salomon_example():
                      "qfree": (-1024, 12 * 3600, 752, None), "qmic": (0, 24 * 3600, None, None),
                      "SERVICE": (512, None, None, None)}
     assert c.classes["qlong"].hostlist == ["0-575"]
+
+
+def test_the_hpc2n_example():
+    c = load_config(SALOMON.with_name("hpc2n-seth-maui.cfg"))
+    assert c.warnings == [] and c.cred("users", "17").maxjob == 60 and c.cred("users", "17").maxnode is None
+    assert (c.queuetimeweight, c.backfillpolicy, c.reservationdepth) == (1, "FIRSTFIT", 1)   # Maui's defaults
