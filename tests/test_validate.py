@@ -150,3 +150,37 @@ def test_validate_with_outages(tmp_path):
                   '{"timestamp": 604850, "type": "machine_available", "resources": "0-1"}\n')
     res = validate(TRACE, tmp_path / "v", weeks="1", events=str(ev), plots=False, log=lambda s: None)
     assert (res[0].mean, res[0].median) == (-80, -80)
+
+
+def load_experiment():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "maui_validation.py"
+    spec = importlib.util.spec_from_file_location("maui_validation", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_experiment_step_effect_table(tmp_path, capsys, monkeypatch):
+    """experiments/maui_validation.py on the fixture: d = wait at 60 s - wait event-driven, per job.
+
+    Event-driven waits (module docstring): 2: 0, 3: 90, 4: 0, 5: 0, 6: 49; at Δ = 60 s
+    (test_interval_60_s_grows_the_error): 0, 110, 55, 55, 114 -> d = 0, 20, 55, 55, 65: mean 39,
+    median 55, max 65, 4 of 5 jobs delayed, none earlier; contention-bound jobs 3, 5, 6 at 60 s: errors
+    -190, 55, 94 -> mean -14.
+    """
+    mod = load_experiment()
+    monkeypatch.setitem(mod.TRACES, "kth", TRACE)
+    assert mod.main(["--out", str(tmp_path), "--traces", "kth", "--steps", "0", "60", "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "| kth | 60 s | 5 | 39.0 | 55 | 61 | 65 | 39 | 80.0% | 0.0% | -14 |" in out   # p90: 55 + 0.6 * 10
+    # first table: all jobs of both weeks; room jobs 2 and 4 (module docstring)
+    assert "| kth | event | 2 | 5 | " in out and "| 2 (40%) |" in out
+    # --load 2 halves every submit time (recorded waits kept): the fixture's 3 weeks become 1.5
+    monkeypatch.setitem(mod.TRACES, "kth", TRACE)
+    assert mod.main(["--out", str(tmp_path / "x2"), "--traces", "kth", "--steps", "0", "--no-plots",
+                     "--load", "2"]) == 0
+    wl = json.loads(next((tmp_path / "x2" / "kth-x2_src").glob("*_x2.json")).read_text())
+    assert [j["subtime"] for j in wl["jobs"]] == [0, 302400, 302405, 604802.5, 604802.5, 604803]
+    assert (tmp_path / "x2" / "kth-x2_ev" / "errors.csv").exists()
