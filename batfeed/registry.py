@@ -7,7 +7,10 @@ shipped with pybatsim (``schedFcfs``, ``fillerSched`` …).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import io
+import sys
 from typing import Any
 
 from batfeed.errors import BatfeedError
@@ -31,10 +34,21 @@ def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
             raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None
         return cls(options)
     from batsim.tools.launcher import instanciate_scheduler
+
+    said = io.StringIO()                # pybatsim prints its lookup failures on stdout, then exits
+    path = list(sys.path)               # and leaves its sys.path entries behind when loading fails
     try:
-        return instanciate_scheduler(target, options)
+        with contextlib.redirect_stdout(said):
+            return instanciate_scheduler(target, options)
     except SystemExit:
-        raise BatfeedError(f"no scheduler named '{name}' (batfeed: {', '.join(sorted(BUILTIN))}; or a file "
-                           "path, module:Class, or a pybatsim scheduler name)") from None
+        why = said.getvalue().strip().removeprefix("No such scheduler").strip(" .()")
+        raise BatfeedError(f"no scheduler named '{name}'{f' ({why})' if why else ''}: batfeed's are "
+                           f"{', '.join(sorted(BUILTIN))}; or give a file path, module:Class, or a pybatsim "
+                           "scheduler name") from None
     except (ImportError, FileNotFoundError) as err:
+        sys.path[:] = path
         raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None
+    finally:
+        if said.getvalue() and not said.getvalue().startswith("No such scheduler") \
+                and "contains no scheduler" not in said.getvalue():
+            sys.stdout.write(said.getvalue())   # anything else the scheduler printed is passed on

@@ -238,7 +238,7 @@ def test_job_larger_than_machine_with_never_rejecting_scheduler(tmp_path: Path, 
 
 
 @pytest.mark.parametrize(("extra", "workload_name", "platform_name", "expected"), [
-    (["--scheduler", "noSuchSched"], None, None, "no scheduler named 'noSuchSched'"),
+    (["--scheduler", "noSuchSched"], None, None, "no scheduler named 'noSuchSched' (module file not found)"),
     (["--scheduler", "fcfs", "--options", "{bad"], None, None, "--options is not valid JSON"),
     (["--scheduler", "fcfs", "--options", "[1, 2]"], None, None, "--options must be a JSON object, got: [1, 2]"),
     (["--scheduler", "fcfs"], "missing.json", None, "missing.json: workload file not found"),
@@ -262,6 +262,8 @@ def test_simulate_errors_are_one_line_exit_1(inputs, tmp_path: Path, capsys, ext
     assert expected in one_line_error(captured.err, "simulate")
     assert "Traceback" not in captured.out
     assert not (tmp_path / "out_jobs.csv").exists()
+    if "--transport" not in extra:
+        assert captured.out == ""           # nothing (pybatsim's lookup messages included) on stdout
 
 
 def test_simulate_without_scheduler_in_process_is_usage_error(inputs, tmp_path: Path, capsys) -> None:
