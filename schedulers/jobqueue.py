@@ -225,9 +225,13 @@ class QueueIndex:
 class WaitQueue:
     """Waiting jobs in the order Q of models.md §A: starved jobs (now − r > Θ) by submission, then P."""
 
-    def __init__(self, policy: str = "FCFS", backfill_policy: str | None = None, theta: float | None = None):
-        self.P: Policy = get_policy(policy)
-        b = get_policy(backfill_policy) if backfill_policy is not None else self.P
+    def __init__(self, policy: str | Policy = "FCFS", backfill_policy: str | Policy | None = None,
+                 theta: float | None = None):
+        """``policy``/``backfill_policy``: a registered name (:mod:`policies`) or a :class:`Policy`
+        object (e.g. Maui's priority, a scheduler's own order)."""
+        self.P: Policy = policy if isinstance(policy, Policy) else get_policy(policy)
+        b = self.P if backfill_policy is None else (
+            backfill_policy if isinstance(backfill_policy, Policy) else get_policy(backfill_policy))
         self.B: Policy | None = b if b.name != self.P.name else None
         self.theta = theta
         self.main = QueueIndex()                       # order P

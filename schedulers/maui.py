@@ -182,10 +182,7 @@ class Maui(BackfillScheduler):
         return opts
 
     def make_queue(self) -> WaitQueue:
-        wq = WaitQueue("FCFS")
-        wq.P = Policy("MAUI", self._key, True)    # dynamic: re-keyed at every iteration
-        wq.dynamic = True
-        return wq
+        return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration
 
     # ---------------------------------------------------------------- priority
     def _key(self, e: Entry, now: float) -> float:

@@ -144,3 +144,16 @@ def test_scan_examines_few_entries_in_a_large_blocked_queue():
     idx.examined = 0
     assert len(list(idx.scan(ScanState(free=10**6, horizon=INF, extra=10**6)))) == 20_000
     assert idx.examined >= 20_000
+
+
+def test_a_policy_object_orders_the_queue_without_registering():
+    # a scheduler's own order (Maui passes its priority this way): here the largest q first, dynamic
+    from batfeed.schedulers.policies import Policy
+
+    mine = Policy("MINE", lambda e, now: -e.q, True)
+    wq = WaitQueue(mine, backfill_policy=get_policy("SQF"))
+    assert wq.P is mine and wq.dynamic and wq.B is get_policy("SQF") and "MINE" not in POLICIES
+    for name, r, p, q in JOBS:
+        wq.push(mkjob(name, r, p, q), 50.0)
+    wq.refresh(50.0)
+    assert [e.q for e in wq.ordered()] == sorted((q for *_, q in JOBS), reverse=True)
