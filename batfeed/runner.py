@@ -60,9 +60,9 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                           forward_unknown_events=forward_unknown, sched_config=sched_config)
     sim = load_simulation(platform, workloads, events, config, master_host, mmax)
     bar = None
-    if progress and len(sim.statics) >= 5000:
+    if progress and sim.nb_static >= 5000:
         from tqdm import tqdm
-        bar = tqdm(total=len(sim.statics), unit="job", desc="simulating", disable=None, leave=False)
+        bar = tqdm(total=sim.nb_static, unit="job", desc="simulating", disable=None, leave=False)
 
         def on_progress(done: int, total: int) -> None:
             bar.update(done - bar.n)

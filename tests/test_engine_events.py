@@ -47,9 +47,10 @@ def test_unavailable_and_available_notifications(tmp_path):
     at10 = message_at(tr.messages, 10)
     assert at10["events"] == [{"timestamp": 10, "type": "NOTIFY",
                                "data": {"type": "event_machine_unavailable", "resources": "2-3"}}]
-    # the last event and then, in the same message, no_more_external_event_to_occur
+    # the last event, then no_more_external_event_to_occur alone (the submitter's BYE comes after)
     at30 = message_at(tr.messages, 30)
-    assert types(at30) == ["NOTIFY:event_machine_available", NO_MORE]
+    assert types(at30) == ["NOTIFY:event_machine_available"]
+    assert types(message_at(tr.messages, 30, 1)) == [NO_MORE]
     assert at30["events"][0]["data"]["resources"] == "2-3"
     assert sum(NO_MORE in types(m) for m in tr.messages) == 1
     assert sched.unavailable == [(10, "2-3")] and sched.available == [(30, "2-3")]
@@ -59,16 +60,17 @@ def test_unavailable_and_available_notifications(tmp_path):
     assert result.simulated_time == 50.0
 
 
-def test_documented_order_of_same_instant_events(tmp_path):
-    # Batsim leaves this order unspecified (§2.7); the engine documents (simulator.py) and keeps
-    # completions, external events (+ their final NOTIFY), submissions (+ NOTIFY), REQUESTED_CALLs.
+def test_same_instant_events_come_in_the_order_their_sleeps_began(tmp_path):
+    # Batsim's actors sleep until their dates; those ending together end in creation order (simulator.py).
+    # The event submitter slept at startup (before the job submitter, which first posted job 1), job 1's
+    # executor and the CALL_ME_LATER waiter slept after the reply at 0; the submitters' BYEs follow.
     ev = write_events(tmp_path, [down(10, "3")])
     wl = write_workload(tmp_path, [job(1, 0, 1, "d10"), job(2, 10, 1, "d10")], {"d10": delay(10)})
     sched = Scripted({0: [execute("w0!1", "0"), call_me_later(10)], 10: [execute("w0!2", "0")]})
     _, tr = run([wl], sched, events=[ev])
     assert types(message_at(tr.messages, 10)) == [
-        "JOB_COMPLETED", "NOTIFY:event_machine_unavailable", NO_MORE, "JOB_SUBMITTED",
-        "NOTIFY:no_more_static_job_to_submit", "REQUESTED_CALL"]
+        "NOTIFY:event_machine_unavailable", "JOB_SUBMITTED", "JOB_COMPLETED", "REQUESTED_CALL",
+        NO_MORE, "NOTIFY:no_more_static_job_to_submit"]
 
 
 def test_a_running_job_continues_on_an_unavailable_machine(tmp_path):
@@ -128,7 +130,8 @@ def test_the_simulation_waits_for_the_last_event(tmp_path):
     ev = write_events(tmp_path, [down(100, "2")])
     wl = write_workload(tmp_path, [job(1, 0, 1, "d5")], {"d5": delay(5)})
     result, tr = run([wl], Scripted({0: [execute("w0!1", "0")]}), events=[ev])
-    assert types(message_at(tr.messages, 100)) == ["NOTIFY:event_machine_unavailable", NO_MORE]
+    assert types(message_at(tr.messages, 100)) == ["NOTIFY:event_machine_unavailable"]
+    assert types(message_at(tr.messages, 100, 1)) == [NO_MORE]
     assert tr.messages[-1]["now"] == 100 and types(tr.messages[-1]) == ["SIMULATION_ENDS"]
     assert result.simulated_time == 100.0
 

@@ -126,13 +126,16 @@ def test_first_message_is_simulation_begins_alone(tmp_path):
     assert data["profiles"] == {"w0": {"used": delay(5)}}
 
 
-def test_subtime_0_jobs_arrive_in_the_second_message_with_the_notify(tmp_path):
+def test_subtime_0_jobs_arrive_in_the_second_message_then_the_notify_alone(tmp_path):
+    # Batsim's submitter posts its BYE after the server received its last batch, i.e. after the server
+    # found its mailbox empty and sent that batch: the NOTIFY comes in the next message (golden streams)
     wl = write_workload(tmp_path, [job(1, 0, 1, "d5", user="u12", queue=3), job(2, 0, 2, "d5", walltime=60)],
                         {"d5": delay(5)})
     _, tr = run([wl], Fcfs())
     second = tr.messages[1]
     assert second["now"] == 0
-    assert types(second) == ["JOB_SUBMITTED", "JOB_SUBMITTED", "NOTIFY:no_more_static_job_to_submit"]
+    assert types(second) == ["JOB_SUBMITTED", "JOB_SUBMITTED"]
+    assert tr.messages[2]["now"] == 0 and types(tr.messages[2]) == ["NOTIFY:no_more_static_job_to_submit"]
     sub = second["events"][0]
     assert sub["timestamp"] == 0
     # the full job JSON, custom fields kept, id rewritten; no profile without the option
@@ -149,12 +152,13 @@ def test_forward_profiles_on_submission(tmp_path):
     assert events_of(tr.messages, "JOB_SUBMITTED")[0]["data"]["profile"] == delay(5)
 
 
-def test_notify_no_more_static_jobs_comes_with_the_last_submission(tmp_path):
+def test_notify_no_more_static_jobs_comes_after_the_last_submission(tmp_path):
     wl = write_workload(tmp_path, [job(1, 0, 1, "d5"), job(2, 50, 1, "d5")], {"d5": delay(5)})
     _, tr = run([wl], Fcfs())
-    # job 1: 0-5 ; job 2 submitted at 50 (last static submission) -> NOTIFY in that message
+    # job 1: 0-5 ; job 2 submitted at 50 (last static submission) -> NOTIFY alone in the next message
     assert types(message_at(tr.messages, 0, 1)) == ["JOB_SUBMITTED"]
-    assert types(message_at(tr.messages, 50)) == ["JOB_SUBMITTED", "NOTIFY:no_more_static_job_to_submit"]
+    assert types(message_at(tr.messages, 50)) == ["JOB_SUBMITTED"]
+    assert types(message_at(tr.messages, 50, 1)) == ["NOTIFY:no_more_static_job_to_submit"]
     assert len(events_of(tr.messages, "NOTIFY")) == 1
 
 
@@ -196,12 +200,13 @@ def test_timestamps_are_non_decreasing_and_never_after_now(tmp_path):
 
 def test_events_while_the_scheduler_is_busy_arrive_later_with_their_own_timestamps(tmp_path):
     # §2.3: at t=0 the scheduler starts job 1 (10 s) then consumes 25 s: its reply has now=25.
-    # Job 1 ends at 10 while it is busy -> delivered in the message at now=25, timestamp 10.
+    # Job 1 ends at 10 while it is busy -> delivered in the message at now=25, timestamp 10, after the
+    # NOTIFY the submitter's BYE produced at 0 (received while the reply was being forwarded).
     wl = write_workload(tmp_path, [job(1, 0, 1, "d10")], {"d10": delay(10)})
     sched = Scripted({0: [execute("w0!1", "0"), consume(25)]})
     result, tr = run([wl], sched, export=tmp_path / "out")
     msg = message_at(tr.messages, 25)
-    assert [(e["type"], e["timestamp"]) for e in msg["events"]] == [("JOB_COMPLETED", 10)]
+    assert [(e["type"], e["timestamp"]) for e in msg["events"]] == [("NOTIFY", 0), ("JOB_COMPLETED", 10)]
     assert sched.completed == [(25, "w0!1", SUCCESS, 0)]
     assert timeline(result.jobs_csv) == [("w0", "1", SUCCESS, "0.000000", "10.000000", "0")]
 
@@ -254,7 +259,8 @@ def test_kill_running_job(tmp_path):
     msg = message_at(tr.messages, 40, 1)   # #0 carries the REQUESTED_CALL, #1 the kill's outcome
     by_type = {e["type"]: e for e in msg["events"]}
     assert sorted(by_type) == ["JOB_COMPLETED", "JOB_KILLED"]
-    assert by_type["JOB_COMPLETED"]["data"] == {"job_id": "w0!1", "job_state": KILLED, "return_code": -2,
+    # a killed delay job keeps Batsim's initial return code -1 (its executor is killed before setting it)
+    assert by_type["JOB_COMPLETED"]["data"] == {"job_id": "w0!1", "job_state": KILLED, "return_code": -1,
                                                 "alloc": "0-1"}
     killed = by_type["JOB_KILLED"]["data"]
     assert killed["job_ids"] == ["w0!1"]
@@ -356,9 +362,9 @@ def test_simulate_api_and_sched_config(tmp_path):
     assert result.jobs_csv == tmp_path / "sub" / "run_jobs.csv" and result.jobs_csv.exists()
     assert result.schedule_csv == tmp_path / "sub" / "run_schedule.csv" and result.schedule_csv.exists()
     assert sched.bs.batconf["sched-config"] == '{"k": 1}'
-    # messages: SIMULATION_BEGINS, submissions at 0, completion at 10, SIMULATION_ENDS
-    assert (result.messages, result.simulated_time) == (4, 10.0)
-    assert sched.nows == [0, 0, 10, 10]
+    # messages: SIMULATION_BEGINS, submissions at 0, NOTIFY at 0, completion at 10, SIMULATION_ENDS
+    assert (result.messages, result.simulated_time) == (5, 10.0)
+    assert sched.nows == [0, 0, 0, 10, 10]
     assert result.tracer.nb_jobs == 1 and result.wall_time >= 0
 
 

@@ -79,11 +79,11 @@ def _load_json(path: Path, shown: str) -> Trace:
     jobs = sorted(wl.jobs, key=lambda j: (j.subtime, j.id))
     out = []
     for i, j in enumerate(jobs):
-        js = j.json
+        js = j.json_dict
         wait = js.get("swf_wait", 0.0)
         wait = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) and wait > 0 else 0.0
         user = js.get("user")
-        runtime = j.profile.work if j.profile.type == "delay" else float("nan")
-        out.append(TraceJob(i, j.name, None if user is None else str(user), j.subtime, wait, runtime, j.res,
-                            j.walltime, j.profile.name, dict(j.profile.json)))
+        runtime = j.prof.work if j.prof.type == "delay" else float("nan")
+        out.append(TraceJob(i, j.name, None if user is None else str(user), j.subtime, wait, runtime,
+                            j.requested_resources, j.walltime, j.profile, dict(j.prof.json)))
     return Trace(shown, wl.nb_res, out)

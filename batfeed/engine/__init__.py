@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from batfeed.engine.events import load_events
+from batfeed.engine.events import load_event_lists
 from batfeed.engine.platform import load_platform
 from batfeed.engine.simulator import EngineConfig, SimulationResult, Simulator
 from batfeed.engine.transport import InProcessTransport, ZmqTransport
@@ -26,7 +26,7 @@ def load_simulation(platform: str | Path, workloads: Sequence[str | Path], event
     config = config or EngineConfig()
     plat = load_platform(platform, master_host=master_host, mmax=mmax)
     wls = [load_workload(path, f"w{i}") for i, path in enumerate(workloads)]
-    evs = load_events(list(events), len(plat.compute), config.forward_unknown_events)
+    evs = load_event_lists(list(events), len(plat.compute), config.forward_unknown_events)
     return Simulator(plat, wls, evs, config, has_events_files=bool(events))
 
 

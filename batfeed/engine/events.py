@@ -1,8 +1,9 @@
 """External events files (``--events``): machine (un)availability and generic events.
 
-Reference: batsim-protocol.md §7.  One JSON object per line; Batsim sorts all events by
-(timestamp, type) with ``machine_available`` < ``machine_unavailable`` < generic; events of
-equal rank keep file order here (Batsim's sort is not stable, so inputs should not rely on it).
+Reference: batsim-protocol.md §7.  One JSON object per line.  Batsim keeps one list per file, each
+with its own submitter actor (``event_submitter.cpp``), sorted by (timestamp, type) with
+``machine_available`` < ``machine_unavailable`` < generic (``events.cpp``); events of equal rank
+keep file order here (Batsim's ``std::sort`` is not stable, so inputs should not rely on it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from batfeed.engine import intervals
+from batfeed.engine.workload import round_json
 from batfeed.errors import InputError
 
 AVAILABLE = "machine_available"
@@ -30,20 +32,32 @@ class ExternalEvent:
 
 
 def load_events(paths: list[str | Path], nb_machines: int, forward_unknown: bool = False) -> list[ExternalEvent]:
-    """Read and sort every event of ``paths``; machine ids must be < ``nb_machines``."""
+    """Read and sort every event of ``paths`` into one list (by time, type, then file order)."""
+    keyed = [(ev.timestamp, _RANK.get(ev.type, 2), n, ev)
+             for n, ev in enumerate(e for lst in load_event_lists(paths, nb_machines, forward_unknown) for e in lst)]
+    keyed.sort(key=lambda k: k[:3])
+    return [k[3] for k in keyed]
+
+
+def load_event_lists(paths: list[str | Path], nb_machines: int,
+                     forward_unknown: bool = False) -> list[list[ExternalEvent]]:
+    """One sorted event list per file of ``paths`` (Batsim's event lists); machine ids must be < ``nb_machines``."""
+    return [_load_file(path, nb_machines, forward_unknown) for path in paths]
+
+
+def _load_file(path: str | Path, nb_machines: int, forward_unknown: bool) -> list[ExternalEvent]:
     keyed: list[tuple[float, int, int, ExternalEvent]] = []
-    for path in paths:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise InputError("events file not found", str(path)) from None
-        except (OSError, UnicodeDecodeError) as err:
-            raise InputError(f"cannot read events file: {err}", str(path)) from None
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            ev = _parse_line(line, str(path), lineno, nb_machines, forward_unknown)
-            keyed.append((ev.timestamp, _RANK.get(ev.type, 2), len(keyed), ev))
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("events file not found", str(path)) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read events file: {err}", str(path)) from None
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        ev = _parse_line(line, str(path), lineno, nb_machines, forward_unknown)
+        keyed.append((ev.timestamp, _RANK.get(ev.type, 2), len(keyed), ev))
     keyed.sort(key=lambda k: k[:3])
     return [k[3] for k in keyed]
 
@@ -76,4 +90,4 @@ def _parse_line(line: str, path: str, lineno: int, nb_machines: int, forward_unk
     if not forward_unknown:
         raise InputError(f"unknown event type '{etype}' (Batsim needs --forward-unknown-events to "
                          f"forward generic events)", path, lineno)
-    return ExternalEvent(float(ts), etype, [], data, where)
+    return ExternalEvent(float(ts), etype, [], round_json(data), where)

@@ -1,9 +1,11 @@
 """Compute-machine states and Batsim's time-in-state accounting.
 
 A machine is IDLE, COMPUTING (a job holds it; no compute sharing) or UNAVAILABLE (external
-event; a job already running on it continues).  As in Batsim's ``Machine::update_machine_state``
-the time spent in a state is added when the machine leaves it, so the period after a machine's
-last change is not counted in ``_schedule.csv``.
+event; a job already running on it continues).  As in Batsim, a ``_machine_states.csv`` row is
+written when a job starts or ends (``update_machines_on_job_run/end``), not on availability
+events.  As in Batsim's ``Machine::update_machine_state`` the time spent in a state is added when
+the machine leaves it, so the period after a machine's last change is not counted in
+``_schedule.csv``.
 
 Per-machine flags live in ``bytearray``s and change dates in an ``array('d')``, so starting or
 ending a job on thousands of machines is a few C-level slice copies.  Time in each state is
@@ -15,7 +17,6 @@ taken back out, which gives exactly the sum of the closed periods.
 from __future__ import annotations
 
 from array import array
-from typing import Any
 
 IDLE, COMPUTING, UNAVAILABLE = "idle", "computing", "unavailable"
 
@@ -33,7 +34,7 @@ class Machines:
         self._t = 0.0                       # date of the last change of any machine
         self._area = {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
         # _machine_states.csv rows (time, nb_idle, nb_computing), one after each change
-        self.trace: list[tuple[float, int, int]] = [(0.0, n, 0)]
+        self.trace: list[tuple[float, int, int]] = []   # Batsim writes no initial row
 
     def __len__(self) -> int:
         return self.n
@@ -66,8 +67,8 @@ class Machines:
         i = self.unavail.find(1, a, b + 1)
         return None if i < 0 else i
 
-    def start(self, job: Any, ivs: list[tuple[int, int]], t: float) -> None:
-        """Machines of ``ivs`` (checked idle and available) start computing ``job``."""
+    def start(self, ivs: list[tuple[int, int]], t: float) -> None:
+        """Machines of ``ivs`` (checked idle and available) start computing a job."""
         self._advance(t)
         busy, last, stamp = self.busy, self.last, array("d", (t,))
         for a, b in ivs:
@@ -102,7 +103,6 @@ class Machines:
                 self.last[m] = t
                 self.unavail[m] = 1
                 self.nb_unavailable += 1
-        self._trace(t)
 
     def set_available(self, ivs: list[tuple[int, int]], t: float) -> None:
         self._advance(t)
@@ -112,7 +112,6 @@ class Machines:
                 self.unavail[m] = 0
                 self.nb_unavailable -= 1
                 self.nb_computing += self.busy[m]
-        self._trace(t)
 
     @property
     def time(self) -> dict[str, float]:

@@ -39,54 +39,71 @@ def fmt(x: float) -> str:
 
 
 class JobsTracer:
-    """Collects ``_jobs.csv`` rows and the sums behind ``_schedule.csv``."""
+    """Collects the finished jobs (completion/rejection order) and the counts behind ``_schedule.csv``.
+
+    Rows are formatted only when a file is written (:meth:`write_jobs_csv`); in-memory runs read
+    :attr:`jobs` or :meth:`columns` instead.
+    """
 
     def __init__(self) -> None:
-        self.rows: list[str] = []
+        self.jobs: list[Job] = []
         self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
-        self.waits: list[float] = []
-        self.turnarounds: list[float] = []
-        self.slowdowns: list[float] = []
         self.makespan = 0.0
 
     def write_job(self, job: Job) -> None:
+        self.jobs.append(job)
         self.nb_jobs += 1
-        head = (f"{job.name},{job.workload},{job.profile.name},{job.subtime:f},{job.res},"
-                f"{job.walltime:f},")
-        meta = f'"{job.metadata}"'
         if job.state == REJECTED:
             self.nb_rejected += 1
-            self.rows.append(f"{head}0,{REJECTED},,,,,,,,,{meta}")
             return
         self.nb_finished += 1
-        success = 1 if job.state == SUCCESS else 0
-        if success:
+        if job.state == SUCCESS:
             self.nb_success += 1
         else:
             self.nb_killed += 1
-        start, runtime, sub = job.start, job.runtime, job.subtime
-        finish = start + runtime
-        wait = start - sub
-        turnaround = finish - sub
-        stretch = cdiv(turnaround, runtime)
-        self.waits.append(wait)
-        self.turnarounds.append(turnaround)
-        self.slowdowns.append(stretch)
+        if job.runtime == 0:
+            job.runtime = 1e-5     # Batsim: "computed in null time. Putting epsilon instead."
+        finish = job.start + job.runtime
         if finish > self.makespan:
             self.makespan = finish
-        self.rows.append(f"{head}{success},{job.state},{start:f},{runtime:f},{finish:f},{wait:f},"
-                         f"{turnaround:f},{fmt(stretch)},{job.alloc},-1.000000,{meta}")
+
+    def rows(self):
+        """The ``_jobs.csv`` data lines, formatted like Batsim's JobsTracer::write_job."""
+        for job in self.jobs:
+            head = (f"{job.name},{job.workload},{job.profile},{job.subtime:f},{job.requested_resources},"
+                    f"{job.walltime:f},")
+            if job.state == REJECTED:
+                yield f'{head}0,{REJECTED},,,,,,,,,"{job.metadata}"'
+                continue
+            start, runtime, sub = job.start, job.runtime, job.subtime
+            finish = start + runtime
+            turnaround = finish - sub
+            yield (f"{head}{1 if job.state == SUCCESS else 0},{job.state},{start:f},{runtime:f},{finish:f},"
+                   f"{start - sub:f},{turnaround:f},{fmt(cdiv(turnaround, runtime))},{job.alloc},-1.000000,"
+                   f'"{job.metadata}"')
 
     def write_jobs_csv(self, path: str | Path) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(JOBS_HEADER + "\n")
-            if self.rows:
-                fh.write("\n".join(self.rows))
+            for row in self.rows():
+                fh.write(row)
                 fh.write("\n")
+
+    def _finished(self) -> tuple[list[float], list[float], list[float]]:
+        waits, turns, slows = [], [], []
+        for job in self.jobs:
+            if job.state != REJECTED:
+                finish = job.start + job.runtime
+                waits.append(job.start - job.subtime)
+                t = finish - job.subtime
+                turns.append(t)
+                slows.append(cdiv(t, job.runtime))
+        return waits, turns, slows
 
     def schedule_values(self, *, nb_machines: int, machine_time: dict[str, float], version: str,
                         scheduling_time: float, simulation_time: float) -> dict[str, str]:
         n = self.nb_jobs
+        waits, turnarounds, slowdowns = self._finished()
 
         def mean(values: list[float]) -> float:
             return cdiv(math.fsum(values), n)
@@ -94,12 +111,12 @@ class JobsTracer:
             "batsim_version": version,
             "consumed_joules": fmt(0.0),
             "makespan": fmt(self.makespan),
-            "max_slowdown": fmt(max(self.slowdowns, default=0.0)),
-            "max_turnaround_time": fmt(max(self.turnarounds, default=0.0)),
-            "max_waiting_time": fmt(max(self.waits, default=0.0)),
-            "mean_slowdown": fmt(mean(self.slowdowns)),
-            "mean_turnaround_time": fmt(mean(self.turnarounds)),
-            "mean_waiting_time": fmt(mean(self.waits)),
+            "max_slowdown": fmt(max(slowdowns, default=0.0)),
+            "max_turnaround_time": fmt(max(turnarounds, default=0.0)),
+            "max_waiting_time": fmt(max(waits, default=0.0)),
+            "mean_slowdown": fmt(mean(slowdowns)),
+            "mean_turnaround_time": fmt(mean(turnarounds)),
+            "mean_waiting_time": fmt(mean(waits)),
             "nb_computing_machines": str(nb_machines),
             "nb_grouped_switches": "0",
             "nb_jobs": str(n),

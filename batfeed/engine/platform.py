@@ -62,6 +62,31 @@ def parse_speed(text: str) -> float:
     return value
 
 
+def _rate_units() -> dict[str, float]:
+    """SimGrid's bandwidth units: Bps / bps with decimal (k..Y) or binary (Ki..Yi) prefixes."""
+    units: dict[str, float] = {}
+    for base, factor in (("Bps", 1.0), ("bps", 0.125)):
+        units[base] = factor
+        for i, p in enumerate("kMGTPEZY", 1):
+            units[p + base] = factor * 1000.0 ** i
+            units[p.upper() + "i" + base] = factor * 1024.0 ** i
+    return units
+
+
+RATE_UNITS = _rate_units()
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "ps": 1e-12, "m": 60.0, "h": 3600.0, "d": 86400.0,
+              "w": 604800.0, "": 1.0}
+
+
+def parse_quantity(text: str, units: dict[str, float], what: str) -> float:
+    """A SimGrid bandwidth (``"10Gbps"``) or latency (``"50us"``); ValueError if invalid."""
+    match = _NUMBER.match(text)
+    unit = text[match.end():].strip() if match else ""
+    if match is None or unit not in units:
+        raise ValueError(f"cannot parse {what} '{text}'")
+    return float(match.group()) * units[unit]
+
+
 def parse_speeds(text: str) -> tuple[float, ...]:
     """Parse a host ``speed`` attribute: one speed per pstate, comma-separated."""
     if "," not in text:
@@ -102,6 +127,10 @@ class Platform:
     master: str
     compute: tuple[Host, ...]
     storage: tuple[Host, ...]
+    # Batsim's actors exchange 1-byte SimGrid messages; on a platform with links each one takes
+    # 1 / (smallest bandwidth) seconds (ptask_L07), which shows in outputs at time 0 (``%g`` times)
+    comm_delay: float = 0.0
+    max_latency: float = 0.0
 
     @property
     def nb_compute(self) -> int:
@@ -155,6 +184,19 @@ class _Reader:
         self.hosts: list[_RawHost] = []
         self.lines: dict[str, int] = {}
         self.speed_cache: dict[str, tuple[float, ...]] = {}
+        self.min_bw = float("inf")
+        self.max_lat = 0.0
+
+    def link(self, tag: str, attrs: dict[str, str], bw_key: str, lat_key: str) -> None:
+        """Smallest bandwidth and largest latency of the platform's links (Batsim's message delays)."""
+        bw, lat = attrs.get(bw_key), attrs.get(lat_key)
+        try:
+            if bw is not None:
+                self.min_bw = min(self.min_bw, parse_quantity(bw, RATE_UNITS, "bandwidth"))
+            if lat is not None:
+                self.max_lat = max(self.max_lat, parse_quantity(lat, TIME_UNITS, "latency"))
+        except ValueError as err:
+            raise self.error(f"<{tag} id='{attrs.get('id', '?')}'>: {err}") from None
 
     def error(self, message: str, line: int | None = None, cls: type[InputError] = InputError) -> InputError:
         return cls(message, self.path, self.parser.CurrentLineNumber if line is None else line)
@@ -221,7 +263,11 @@ class _Reader:
         elif tag in ("zone", "AS"):
             owner = _Zone(self.zones[-1] if self.zones else None)
             self.zones.append(owner)
+        elif tag in ("link", "backbone"):
+            self.link(tag, attrs, "bandwidth", "latency")
         elif tag == "cluster":
+            self.link(tag, attrs, "bw", "lat")
+            self.link(tag, attrs, "bb_bw", "bb_lat")
             self.no_traces(tag, attrs)
             owner = _Cluster(self.names(tag, attrs), self.speeds(tag, attrs),
                              self.integer(tag, attrs, "core", 1, 1), _Zone(self.zone(tag)),
@@ -345,4 +391,6 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
     roles = [(raw, COMPUTE) for raw in compute] + [(raw, STORAGE) for raw in storage]
     hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()))
              for i, (raw, role) in enumerate(roles)]
-    return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]))
+    delay = 1.0 / reader.min_bw if reader.min_bw < float("inf") else 0.0
+    return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), delay,
+                    reader.max_lat)

@@ -1,24 +1,36 @@
 """The embedded Batsim-4.2-compatible discrete-event engine: state and event loop.
 
-Batsim's timing rules (reference §2, §5) in one loop, read top to bottom in :meth:`Simulator.run`:
+Batsim 4.2 is a set of SimGrid actors exchanging messages with one *server* actor
+(``src/server.cpp``): a submitter per workload and per events file, an executor per running job, a
+waiter per CALL_ME_LATER, a killer per KILL_JOB and a request-reply actor per message sent to the
+scheduler.  The order of the events inside a message and the message boundaries follow from how
+those actors run (SimGrid 3.32 with Batsim's ``ptask_L07`` host model), and this engine reproduces it
+with two structures, read top to bottom in :meth:`Simulator.run`:
 
-1. the first message is SIMULATION_BEGINS alone, at time 0;
-2. everything that happens at the current instant is processed before anything is sent, in this
-   fixed order: job completions, external events, static submissions (then NOTIFY
-   ``no_more_static_job_to_submit``), REQUESTED_CALLs, then the resumption of a scheduler reply
-   whose decisions were stamped in the future;
-3. when the scheduler is ready and there is something to send, one message carries it, with
-   ``now`` = the clock; the reply's decisions are applied in order, each at its timestamp, and
-   the scheduler is ready again at the reply's ``now``;
-4. when nothing is left to send and Batsim's end condition holds, SIMULATION_ENDS is sent alone.
+- **timers**: every sleep of an actor is a heap entry (date, creation sequence); sleeps ending at
+  the same date end in creation order (L07 finishes its actions in creation order).  A submitter
+  sleeps until its next date right after the server received its previous batch; an executor
+  sleeps when it starts, i.e. after the request-reply actor took its next step; a waiter likewise
+  (``max(date, now + 1e-5)``, Batsim's floor); the request-reply actor sleeps until a decision
+  stamped in the future, then until the reply's ``now``.
+- **the server's mailbox**: actors woken at one date post their messages in wake order; the server
+  handles them one by one and sends everything gathered to the scheduler as soon as the scheduler
+  is ready and the mailbox is empty (``mailbox_empty("server")``).  What an actor posts *after* the
+  server received its previous message (a submitter's BYE after its last batch, the request-reply
+  actor's next decision) arrives after that emptiness check; a killer's KILLING_DONE arrives after
+  the server took its next message.  Hence e.g. ``[JOB_SUBMITTED 63, JOB_COMPLETED 61, JOB_COMPLETED
+  62]`` when the submitter's sleep was created before the jobs started, and NOTIFY
+  ``no_more_static_job_to_submit`` alone when the last batch was the last message of its instant.
 
-Decisions are validated and applied by :class:`~batfeed.engine.protocol.DecisionsMixin`.
+Decisions are validated and applied by :class:`~batfeed.engine.protocol.DecisionsMixin`; drivers
+(message transports or the direct driver) turn the events into what a scheduler sees.
 """
 
 from __future__ import annotations
 
 import heapq
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,18 +38,46 @@ from typing import Any, Protocol
 
 from batfeed import __version__
 from batfeed.engine.events import UNAVAILABLE, ExternalEvent
+from batfeed.engine.kinds import (
+    E_BEGINS,
+    E_CALL,
+    E_COMPLETED,
+    E_ENDS,
+    E_GENERIC,
+    E_KILLED,
+    E_MACHINES,
+    E_NOTIFY,
+    E_SUBMITTED,
+    M_BATCH,
+    M_BYE,
+    M_DECISION,
+    M_DONE,
+    M_HELLO,
+    M_KILLED,
+    M_READY,
+    M_WAITED,
+    T_CALL,
+    T_END,
+    T_RR,
+    T_SUB,
+)
 from batfeed.engine.machines import Machines
 from batfeed.engine.outputs import JobsTracer
 from batfeed.engine.platform import Platform
-from batfeed.engine.protocol import P_CALL, P_END, P_READY, P_REPLY, DecisionsMixin
+from batfeed.engine.protocol import DecisionsMixin
 from batfeed.engine.workload import FINAL_STATES, RUNNING, SUBMITTED, Job, Workload
 from batfeed.errors import BatfeedError, ProtocolError
 
 BATSIM_VERSION = f"4.2.1+batfeed-{__version__}"
 
 
-class Transport(Protocol):
-    def exchange(self, message: dict[str, Any]) -> dict[str, Any]: ...
+class Driver(Protocol):
+    """Turns the engine's events into what a scheduler sees, and its answer into decisions."""
+
+    def exchange(self, sim: Simulator, now: float, events: list[tuple]) -> tuple[float, list[tuple]]:
+        """Deliver one message; return the reply's ``now`` and its decisions ``(timestamp, handler, args)``."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -63,15 +103,27 @@ class SimulationResult:
     wall_time: float
     messages: int
     tracer: JobsTracer = field(repr=False)
+    driver: str = "pybatsim"
 
 
 class AccountingError(BatfeedError):
     """A run that does not account for every job (a bug, never expected)."""
 
 
+class _Submitter:
+    """A static job submitter (one per workload) or event submitter (one per events file)."""
+
+    __slots__ = ("items", "times", "i", "jobs", "current")
+
+    def __init__(self, items: list[Any], times: list[float], jobs: bool):
+        self.items, self.times, self.i, self.jobs = items, times, 0, jobs
+        self.current = 0.0     # the date at which it last resumed (its current_submission_date)
+
+
 class Simulator(DecisionsMixin):
-    def __init__(self, platform: Platform, workloads: list[Workload], events: list[ExternalEvent] | None = None,
-                 config: EngineConfig | None = None, has_events_files: bool = False):
+    def __init__(self, platform: Platform, workloads: list[Workload],
+                 event_lists: list[list[ExternalEvent]] | None = None, config: EngineConfig | None = None,
+                 has_events_files: bool = False):
         self.platform = platform
         self.config = config or EngineConfig()
         self.workloads: dict[str, Workload] = {w.name: w for w in workloads}
@@ -79,161 +131,272 @@ class Simulator(DecisionsMixin):
         self.speed = [h.speed for h in platform.compute]
         self.homogeneous = len(set(self.speed)) <= 1
         self.clock = 0.0
+        self.delta = platform.comm_delay     # duration of one message to the server (SimGrid comm)
         self.heap: list[tuple[float, int, int, Any]] = []
         self.seq = 0
-        self.out: list[dict[str, Any]] = []
+        self.queue: deque[tuple[int, Any, Any]] = deque()   # the server's mailbox
+        self.out: list[tuple] = []                          # events gathered for the next message
+        self.deferred: list[tuple[float, int, Any]] = []    # sleeps of actors created by a decision
+        self.killing: list[tuple] = []                      # killers started by a decision
+        self.kd_wait: list[tuple[int, Any, Any]] = []       # KILLING_DONE posted after the next receive
         self.ready = False
         self.ended = False
+        self.end_sent = False
         self.tracer = JobsTracer()
         self.jobs: dict[str, Job] = {}
         self.to_delete: list[Job] = []
         self.gc_profiles: dict[str, set[str]] = {}
         self.nb_submitted = self.nb_completed = self.nb_running = self.nb_waiters = 0
+        self.nb_killers = 0
         self.registration_finished = False
         self.messages = 0
         self.scheduling_time = 0.0
-        self.reply: list[dict[str, Any]] = []
-        self.reply_idx = 0
-        self.reply_now = 0.0
-        # static submissions, sorted by (subtime, full id) like Batsim's submitters
-        statics = sorted((j for w in workloads for j in w.jobs), key=lambda j: (j.subtime, j.id))
-        for j in statics:
-            self.jobs[j.id] = j
-        self.statics = statics
-        self.static_times = [max(j.subtime, 0.0) for j in statics]
-        self.sub_idx = 0
-        self.nb_static = len(statics)
-        # "static_notify" / "ext_notify": the NOTIFY that closes these streams is still to be sent
-        self.static_notify = bool(workloads)
-        self.ext = events or []
-        self.ext_idx = 0
-        self.ext_notify = has_events_files or bool(self.ext)
+        self.rr: list[tuple] = []          # the reply being forwarded by the request-reply actor
+        self.rr_i = 0
+        self.rr_now = 0.0
         self.on_progress: Callable[[int, int], None] | None = None
+        self.driver: Any = None
+        # one submitter per workload (jobs by (subtime, id string), Batsim's job_comparator_subtime_number)
+        self.subs: list[_Submitter] = []
+        nb_static = 0
+        for w in workloads:
+            jobs = sorted(w.jobs, key=lambda j: (j.subtime, j.id))
+            for j in jobs:
+                self.jobs[j.id] = j
+            nb_static += len(jobs)
+            self.subs.append(_Submitter(jobs, [j.subtime for j in jobs], True))
+        self.nb_static = nb_static
+        self.job_subs_left = len(workloads)
+        ev_lists = event_lists or []
+        if has_events_files or ev_lists:
+            for lst in ev_lists:
+                self.subs.append(_Submitter(lst, [e.timestamp for e in lst], False))
+        self.event_subs_left = len(ev_lists)
 
     # ------------------------------------------------------------------ main loop
-    def run(self, transport: Transport, export_prefix: str | Path | None = None) -> SimulationResult:
+    def run(self, driver: Any, export_prefix: str | Path | None = None) -> SimulationResult:
+        """Simulate with ``driver`` (a :class:`Driver`, or a message transport with ``exchange(dict)``)."""
+        from batfeed.engine.messages import MessageDriver
+
+        if not hasattr(driver, "direct"):
+            driver = MessageDriver(driver)
+        self.driver = driver
         wall0 = time.perf_counter()
+        q = self.queue
         try:
-            self._send([self._simulation_begins()], transport)
+            for s in self.subs:                  # every submitter says hello, then the server starts
+                q.append((M_HELLO, s, None))
+            self.out.append((E_BEGINS, 0.0))
+            self._send()
+            self._rr_step()
             while not self.ended:
-                self._process_instant()
-                if self.ready:
-                    if self.out:
-                        self._send(self.out, transport)
-                        continue
-                    if self._finished():
-                        self._send([{"timestamp": self.clock, "type": "SIMULATION_ENDS", "data": {}}],
-                                   transport, final=True)
-                        break
-                self.clock = self._next_time()
+                if not q:
+                    self._wake()
+                    continue
+                kind, a, b = q.popleft()
+                if self.delta:
+                    self.clock += self.delta
+                if self.kd_wait:
+                    q.extend(self.kd_wait)
+                    self.kd_wait = []
+                if kind == M_DECISION:      # ready is False while the request-reply actor forwards
+                    a[1](*a[2])
+                    self._rr_step()
+                    if self.deferred:
+                        for t, tk, payload in self.deferred:
+                            self._sleep(t, tk, payload)
+                        self.deferred = []
+                    if self.killing:
+                        for killed in self.killing:
+                            (self.kd_wait if q else q).append((M_KILLED, killed, None))
+                        self.killing = []
+                    continue
+                if kind == M_DONE:
+                    self._job_completed(a)
+                    sent = self._check()
+                elif kind == M_BATCH:
+                    self._batch(a, b)
+                    sent = self._check()
+                    self._submitter_after_put(a)
+                else:
+                    sent = self._other(kind, a)
+                if sent:
+                    self._rr_step()
         finally:
-            transport.close()
+            driver.close()
         self._check_accounting()
         return self._result(export_prefix, time.perf_counter() - wall0)
 
-    def _next_time(self) -> float:
-        cands = []
-        if self.heap:
-            cands.append(self.heap[0][0])
-        if self.sub_idx < self.nb_static:
-            cands.append(self.static_times[self.sub_idx])
-        if self.ext_idx < len(self.ext):
-            cands.append(self.ext[self.ext_idx].timestamp)
-        if not cands:
-            raise ProtocolError(self._deadlock_reason())
-        return min(cands)
+    def _other(self, kind: int, a: Any) -> bool:
+        """The rarer server messages: HELLO, BYE, WAITING_DONE, KILLING_DONE, SCHED_READY."""
+        if kind == M_READY:
+            self.ready = True
+        elif kind == M_WAITED:
+            self.nb_waiters -= 1
+            self.out.append((E_CALL, self.clock))
+        elif kind == M_KILLED:
+            self._killing_done(a)
+        elif kind == M_BYE:
+            if a.jobs:
+                self.job_subs_left -= 1
+                if not self.job_subs_left:
+                    self.out.append((E_NOTIFY, self.clock, "no_more_static_job_to_submit"))
+            else:
+                self.event_subs_left -= 1
+                if not self.event_subs_left:
+                    self.out.append((E_NOTIFY, self.clock, "no_more_external_event_to_occur"))
+        else:   # M_HELLO: the submitter then starts
+            sent = self._check()
+            a.current = self.clock
+            self._submitter_collect(a)
+            return sent
+        return self._check()
 
-    def _process_instant(self) -> None:
-        """Everything due at the current clock, in the documented order (module docstring)."""
-        c, heap = self.clock, self.heap
-        due = []
-        while heap and heap[0][0] <= c:
-            due.append(heapq.heappop(heap))
-        for _, prio, seq, payload in due:
-            if prio == P_END:
-                self._job_ends(seq, payload)
-        if self.ext_notify:
-            ext = self.ext
-            while self.ext_idx < len(ext) and ext[self.ext_idx].timestamp <= c:
-                self._external_event(ext[self.ext_idx])
-                self.ext_idx += 1
-            if self.ext_idx == len(ext):
-                self.ext_notify = False
-                self._notify("no_more_external_event_to_occur")
-        if self.static_notify:
-            statics, times, out, i, n = self.statics, self.static_times, self.out, self.sub_idx, self.nb_static
-            if i < n and times[i] <= c:
-                while i < n and times[i] <= c:
-                    job = statics[i]
-                    i += 1
-                    job.state = SUBMITTED
-                    out.append({"timestamp": c, "type": "JOB_SUBMITTED", "data": self._submitted_data(job)})
-                self.nb_submitted += i - self.sub_idx
-                self.sub_idx = i
-            if i == n:
-                self.static_notify = False
-                self._notify("no_more_static_job_to_submit")
-        for _, prio, _, _ in due:
-            if prio == P_CALL:
-                self.nb_waiters -= 1
-                self.out.append({"timestamp": c, "type": "REQUESTED_CALL", "data": {}})
-            elif prio == P_REPLY:
-                self._continue_reply()
-            elif prio == P_READY:
-                self.ready = True
+    def _check(self) -> bool:
+        """The server's test after each message: send when the scheduler is ready and the mailbox empty."""
+        if not self.ready or self.queue:
+            return False
+        if self.out:
+            self._send()
+            return True
+        if not self.end_sent and self._finished():
+            self.out.append((E_ENDS, self.clock))
+            self.end_sent = True
+            self._send()
+            return True
+        return False
 
-    def _send(self, events: list[dict[str, Any]], transport: Transport, final: bool = False) -> None:
-        message = {"now": self.clock, "events": events}
-        self.out = []
+    def _send(self) -> None:
+        events, self.out = self.out, []
         self.ready = False
-        self._delete_finished_jobs()
         t0 = time.perf_counter()
-        reply = transport.exchange(message)
+        now, decisions = self.driver.exchange(self, self.clock, events)
         self.scheduling_time += time.perf_counter() - t0
         self.messages += 1
-        if final:
+        self._delete_finished_jobs()      # Batsim deletes them right after sending (server.cpp)
+        if self.end_sent:
+            if decisions:
+                raise ProtocolError("the scheduler answered SIMULATION_ENDS with decisions; nothing can "
+                                    "happen after the end")
             self.ended = True
-            if isinstance(reply, dict) and reply.get("events"):
-                raise ProtocolError("the scheduler answered SIMULATION_ENDS with decisions "
-                                    f"({[e.get('type') for e in reply['events']]}); nothing can happen after the end")
             return
-        self._start_reply(reply)
+        self.rr, self.rr_i, self.rr_now = decisions, 0, now
 
-    def push(self, t: float, prio: int, payload: Any) -> int:
+    def _rr_step(self) -> None:
+        """The request-reply actor's next step: forward its next decision, or SCHED_READY."""
+        if self.ended:
+            return
+        c = self.clock
+        if self.rr_i < len(self.rr):
+            d = self.rr[self.rr_i]
+            if d[0] > c:                      # Batsim sleeps until the decision's date
+                self._sleep(c + (d[0] - c), T_RR, None)
+                return
+            self.rr_i += 1
+            self.queue.append((M_DECISION, d, None))
+        elif self.rr_now > c:
+            self._sleep(c + (self.rr_now - c), T_RR, None)
+        else:
+            self.queue.append((M_READY, None, None))
+
+    def _sleep(self, t: float, kind: int, payload: Any) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (t, prio, self.seq, payload))
-        return self.seq
+        if kind == T_END:
+            payload[0].end_seq = self.seq
+        heapq.heappush(self.heap, (t, self.seq, kind, payload))
 
-    def _notify(self, kind: str) -> None:
-        self.out.append({"timestamp": self.clock, "type": "NOTIFY", "data": {"type": kind}})
+    def _wake(self) -> None:
+        """Advance the clock to the next sleep's end; every actor waking then posts, in sleep order."""
+        heap = self.heap
+        if not heap:
+            raise ProtocolError(self._deadlock_reason())
+        t = heap[0][0]
+        if t < self.clock:
+            raise ProtocolError(f"internal error: time went back from {self.clock} to {t}")
+        self.clock = t
+        q = self.queue
+        while heap and heap[0][0] <= t:
+            _, seq, kind, payload = heapq.heappop(heap)
+            if kind == T_END:
+                job, state = payload
+                if job.end_seq != seq:        # killed meanwhile
+                    continue
+                job.end_seq = 0
+                job.state = state            # the executor ends: machines freed before the server hears
+                job.runtime = t - job.start
+                self.machines.end(job.intervals, t)
+                q.append((M_DONE, job, None))
+            elif kind == T_SUB:
+                payload.current = t
+                self._submitter_collect(payload)
+            elif kind == T_CALL:
+                q.append((M_WAITED, None, None))
+            else:                            # T_RR
+                if self.rr_i < len(self.rr):
+                    d = self.rr[self.rr_i]
+                    self.rr_i += 1
+                    q.append((M_DECISION, d, None))
+                else:
+                    q.append((M_READY, None, None))
+
+    # ------------------------------------------------------------------ submitters
+    def _submitter_collect(self, s: _Submitter) -> None:
+        """A submitter runs (after HELLO or a sleep): it posts what is due (subtime <= now), else
+        sleeps until its next date, else says BYE (job_submitter.cpp / event_submitter.cpp)."""
+        times, i, n, now = s.times, s.i, len(s.times), s.current
+        j = i
+        while j < n and times[j] <= now:
+            j += 1
+        if j > i:
+            s.i = j
+            self.queue.append((M_BATCH, s, s.items[i:j]))
+        elif i < n:
+            self._sleep(self.clock + (times[i] - now), T_SUB, s)
+        else:
+            self.queue.append((M_BYE, s, None))
+
+    def _submitter_after_put(self, s: _Submitter) -> None:
+        if s.i < len(s.times):
+            self._sleep(self.clock + (s.times[s.i] - s.current), T_SUB, s)
+        else:
+            self.queue.append((M_BYE, s, None))
+
+    def _batch(self, s: _Submitter, items: list[Any]) -> None:
+        c, out = self.clock, self.out
+        if s.jobs:
+            for job in items:
+                job.state = SUBMITTED
+                out.append((E_SUBMITTED, c, job))
+            self.nb_submitted += len(items)
+        else:
+            for ev in items:
+                self._external_event(ev)
 
     # ------------------------------------------------------------------ happenings
-    def _job_ends(self, seq: int, payload: tuple[Job, str, int]) -> None:
-        job, state, rc = payload
-        if job.end_seq != seq:   # killed (or changed) meanwhile
-            return
-        self._finish_job(job, state, rc)
-
-    def _finish_job(self, job: Job, state: str, rc: int) -> None:
-        c = self.clock
-        job.end_seq = 0
-        job.state = state
-        job.runtime = c - job.start
-        job.return_code = rc
-        if job.intervals:
-            self.machines.end(job.intervals, c)
+    def _job_completed(self, job: Job) -> None:
         self.nb_running -= 1
         self.nb_completed += 1
-        self.out.append({"timestamp": c, "type": "JOB_COMPLETED",
-                         "data": {"job_id": job.id, "job_state": state, "return_code": rc, "alloc": job.alloc}})
+        self.out.append((E_COMPLETED, self.clock, job))
         self._record(job)
+
+    def _killing_done(self, killed: tuple) -> None:
+        """Batsim's server_on_killing_done: JOB_COMPLETED for the jobs really killed, then JOB_KILLED."""
+        asked, progress, really = killed
+        c = self.clock
+        for job in really:
+            self.nb_running -= 1
+            self.nb_completed += 1
+            self.out.append((E_COMPLETED, c, job))
+            self._record(job)
+        self.out.append((E_KILLED, c, [j.id for j in asked], progress))
+        self.nb_killers -= 1
 
     def _record(self, job: Job) -> None:
         """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent."""
         self.tracer.write_job(job)
         self.to_delete.append(job)
         if self.on_progress is not None and self.tracer.nb_jobs % 1024 == 0:
-            self.on_progress(self.tracer.nb_jobs, len(self.statics))
+            self.on_progress(self.tracer.nb_jobs, self.nb_static)
 
     def _delete_finished_jobs(self) -> None:
         if not self.to_delete:
@@ -241,8 +404,8 @@ class Simulator(DecisionsMixin):
         if not (self.config.enable_dynamic_jobs and self.config.enable_profile_reuse):
             for job in self.to_delete:   # profile garbage collection (Batsim >= 4.0)
                 wl = self.workloads[job.workload]
-                if wl.profiles.pop(job.profile.name, None) is not None:
-                    self.gc_profiles.setdefault(job.workload, set()).add(job.profile.name)
+                if wl.profiles.pop(job.profile, None) is not None:
+                    self.gc_profiles.setdefault(job.workload, set()).add(job.profile)
         self.to_delete = []
 
     def _external_event(self, ev: ExternalEvent) -> None:
@@ -250,7 +413,7 @@ class Simulator(DecisionsMixin):
         if not ev.resources:
             if ev.type in ("machine_available", "machine_unavailable"):
                 return   # an empty set is ignored
-            self.out.append({"timestamp": c, "type": "NOTIFY", "data": ev.data})
+            self.out.append((E_GENERIC, c, ev.data))
             return
         for a, b in ev.resources:
             for i in range(a, b + 1):
@@ -259,27 +422,26 @@ class Simulator(DecisionsMixin):
                                         f"{'already' if m.unavail[i] else 'not'} unavailable (Batsim aborts)")
         if ev.type == UNAVAILABLE:
             m.set_unavailable(ev.resources, c)
-            kind = "event_machine_unavailable"
+            self.out.append((E_MACHINES, c, "event_machine_unavailable", ev.resources))
         else:
             m.set_available(ev.resources, c)
-            kind = "event_machine_available"
-        self.out.append({"timestamp": c, "type": "NOTIFY",
-                         "data": {"type": kind, "resources": ev.data["resources"]}})
+            self.out.append((E_MACHINES, c, "event_machine_available", ev.resources))
 
     # ------------------------------------------------------------------ end of simulation
     def _finished(self) -> bool:
-        return (self.nb_completed == self.nb_submitted and not self.static_notify
-                and self.ext_idx == len(self.ext) and not self.ext_notify
+        """Batsim's is_simulation_finished (server.cpp)."""
+        return (not self.job_subs_left and not self.event_subs_left
                 and (not self.config.enable_dynamic_jobs or self.registration_finished)
-                and self.nb_running == 0
-                and self.nb_waiters == 0)
+                and self.nb_completed == self.nb_submitted
+                and self.nb_running == 0 and self.nb_waiters == 0 and self.nb_killers == 0)
 
     def _deadlock_reason(self) -> str:
         stuck = [j for j in self.jobs.values() if j.state == SUBMITTED]
         if stuck:
             j = stuck[0]
-            hint = (f" ({j.id} asks {j.res} machines, the platform has {len(self.machines)})"
-                    if j.res > len(self.machines) else f" (first: {j.id}, res={j.res})")
+            n = j.requested_resources
+            hint = (f" ({j.id} asks {n} machines, the platform has {len(self.machines)})"
+                    if n > len(self.machines) else f" (first: {j.id}, res={n})")
             return (f"the simulation can never end at t={self.clock:f}: {len(stuck)} submitted job(s) were "
                     f"never executed nor rejected{hint}; schedulers must reject what they will never run")
         if self.config.enable_dynamic_jobs and not self.registration_finished:
@@ -313,4 +475,5 @@ class Simulator(DecisionsMixin):
             t.write_jobs_csv(jobs_csv)
             t.write_schedule_csv(schedule_csv, schedule)
             self.machines.write_states_csv(prefix + "_machine_states.csv")
-        return SimulationResult(jobs_csv, schedule_csv, counts, schedule, self.clock, wall, self.messages, t)
+        return SimulationResult(jobs_csv, schedule_csv, counts, schedule, self.clock, wall, self.messages, t,
+                                getattr(self.driver, "name", "pybatsim"))

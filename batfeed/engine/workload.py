@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +36,48 @@ REJECTED = "REJECTED"
 FINAL_STATES = (SUCCESS, FAILED, WALLTIME, KILLED, REJECTED)
 
 
+def r6(x: float) -> float:
+    """A double as Batsim writes it in protocol messages (``"%6f"``, protocol.hpp): 6 decimals."""
+    return x if x.is_integer() else float(f"{x:f}")
+
+
+def round_json(value: Any) -> Any:
+    """``value`` with every JSON double rounded like Batsim's protocol writer (ints unchanged)."""
+    if isinstance(value, float):
+        return r6(value)
+    if isinstance(value, dict):
+        return {k: round_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [round_json(v) for v in value]
+    return value
+
+
+def _wire(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as a scheduler receives it from Batsim (the same object when nothing is rounded)."""
+    return round_json(data) if _needs_rounding(data) else data
+
+
+def _needs_rounding(value: Any) -> bool:
+    if isinstance(value, float):
+        return not value.is_integer() and r6(value) != value
+    if isinstance(value, dict):
+        return any(_needs_rounding(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_needs_rounding(v) for v in value)
+    return False
+
+
 @dataclass(slots=True)
 class Profile:
-    """One profile; ``work`` is the delay (s) or the per-host / total flop amount."""
+    """One profile; ``work`` is the delay (s) or the per-host / total flop amount; ``json`` is the
+    object as read, ``wire`` as Batsim sends it (doubles with 6 decimals)."""
 
     name: str
     type: str
     work: float
     ret: int
     json: dict[str, Any]
+    wire: dict[str, Any]
 
     def duration(self, nb_hosts: int, speed: float) -> float:
         """Execution time on ``nb_hosts`` hosts of ``speed`` flop/s (before walltime)."""
@@ -55,27 +88,60 @@ class Profile:
         return self.work / (nb_hosts * speed)  # parallel_homogeneous_total
 
 
-@dataclass(slots=True, eq=False)
 class Job:
-    """A job and its simulation state (times are simulated seconds)."""
+    """A job and its simulation state (times are simulated seconds).
 
-    id: str                    # "w0!1"
-    workload: str
-    name: str                  # the part after "!" (the _jobs.csv job_id)
-    subtime: float
-    res: int
-    walltime: float            # -1 = none
-    profile: Profile
-    json: dict[str, Any]
-    state: str = NOT_SUBMITTED
-    start: float = -1.0
-    runtime: float = -1.0
-    alloc: str = ""
-    intervals: list[tuple[int, int]] = field(default_factory=list)
-    return_code: int = 0
-    metadata: str = ""
-    kill_requested: bool = False
-    end_seq: int = 0           # handle of the pending completion, 0 when none
+    Field names follow pybatsim's ``Job`` where a scheduler reads them (``id``, ``submit_time``,
+    ``requested_time``, ``requested_resources``, ``profile`` (the name), ``profile_dict``,
+    ``json_dict``, ``allocation``, ``job_state``, ``finish_time``, ``return_code``, ``progress``), so
+    the direct driver (:mod:`batfeed.engine.direct`) hands these very objects to batfeed's schedulers;
+    the engine's own state is ``state`` (Batsim's job state name), ``start``, ``runtime``, ``intervals``.
+    ``subtime``/``walltime`` are the exact values the engine simulates with; ``submit_time``/
+    ``requested_time`` are what a scheduler reads in Batsim's messages (doubles with 6 decimals).
+    """
+
+    __slots__ = ("id", "workload", "name", "subtime", "walltime", "submit_time", "requested_resources",
+                 "requested_time", "prof", "profile", "json_dict", "state", "start", "runtime", "intervals",
+                 "return_code", "metadata", "kill_requested", "end_seq", "job_state", "allocation", "finish_time",
+                 "progress")
+
+    def __init__(self, id: str, workload: str, name: str, subtime: float, requested_resources: int,
+                 walltime: float, prof: Profile, json_dict: dict[str, Any]):
+        self.id = id                            # "w0!1"
+        self.workload = workload
+        self.name = name                        # the part after "!" (the _jobs.csv job_id)
+        self.subtime = subtime
+        self.walltime = walltime                # -1 = none
+        self.submit_time = r6(subtime)
+        self.requested_resources = requested_resources
+        self.requested_time = r6(walltime)
+        self.prof = prof
+        self.profile = prof.name
+        self.json_dict = json_dict
+        self.state = NOT_SUBMITTED
+        self.start = -1.0
+        self.runtime = -1.0
+        self.intervals: list[tuple[int, int]] = []
+        self.return_code = 0
+        self.metadata = ""
+        self.kill_requested = False
+        self.end_seq = 0                        # handle of the pending completion, 0 when none
+        self.job_state: Any = None              # pybatsim's Job.State, kept by the direct driver
+        self.allocation: Any = None             # set by the scheduler (ProcSet)
+        self.finish_time: float | None = None
+        self.progress: Any = None
+
+    @property
+    def profile_dict(self) -> dict[str, Any]:
+        return self.prof.wire
+
+    @property
+    def alloc(self) -> str:
+        """Batsim's hyphen form of the allocation (``0-3 5``)."""
+        return " ".join(f"{a}-{b}" if b > a else str(a) for a, b in self.intervals)
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} sub={self.submit_time:g} res={self.requested_resources} state={self.state}>"
 
 
 @dataclass(slots=True)
@@ -101,7 +167,7 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
         delay = data.get("delay")
         if not _is_number(delay) or delay <= 0:
             raise InputError(f"profile '{name}': 'delay' must be a number > 0 (got {delay!r})", where)
-        return Profile(name, ptype, float(delay), ret, data)
+        return Profile(name, ptype, float(delay), ret, data, _wire(data))
     if ptype in ("parallel_homogeneous", "parallel_homogeneous_total"):
         cpu, com = data.get("cpu"), data.get("com")
         if not _is_number(cpu) or cpu < 0 or not _is_number(com) or com < 0:
@@ -109,7 +175,7 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
         if com != 0:
             raise UnsupportedInput(f"profile '{name}' ({ptype}) has com={com} (communications): "
                                    f"{USE_BATSIM}", where)
-        return Profile(name, ptype, float(cpu), ret, data)
+        return Profile(name, ptype, float(cpu), ret, data, _wire(data))
     if ptype in LEGACY:
         raise InputError(f"profile '{name}': type '{ptype}' is a pre-3.0 name that Batsim 4.2 refuses "
                          f"(\"no 'trace' field\"); rename it '{LEGACY[ptype]}'", where)
@@ -160,6 +226,8 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
         raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
     js = dict(data)
     js["id"] = full_id
+    if _needs_rounding(js):
+        js = round_json(js)
     return Job(full_id, workload, name, float(sub), res, float(wall), profiles[pname], js)
 
 
@@ -196,7 +264,7 @@ def load_workload(path: str | Path, name: str) -> Workload:
             raise InputError(f"duplicate job id '{job.id}'", where)
         seen.add(job.id)
         jobs.append(job)
-    used = {j.profile.name for j in jobs}
+    used = {j.profile for j in jobs}
     profiles = {n: prof for n, prof in profiles.items() if n in used}
     return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
 
