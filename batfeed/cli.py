@@ -31,7 +31,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = run_simulation(
         args.platform, args.workload, scheduler=args.scheduler,
         options=_json_arg(args.options, "--options"), events=args.events or [], export=args.export,
-        transport=args.transport, socket=args.socket, progress=not args.no_progress,
+        transport=args.transport, driver=args.driver, socket=args.socket, progress=not args.no_progress,
         dynamic=args.enable_dynamic_jobs, ack=args.acknowledge_dynamic_jobs,
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
@@ -39,7 +39,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         user_options=_user_options(args))
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
-    print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages)")
+    print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
+          f"{result.driver} driver)")
     print(f"jobs: submitted={c['submitted']} = completed={c['completed_successfully']} + "
           f"rejected={c['rejected']} + killed/failed={killed}")
     print(f"wrote {result.jobs_csv} and {result.schedule_csv}")
@@ -143,6 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--transport", choices=["inprocess", "zmq"], default="inprocess",
                    help="inprocess (default) or zmq: with --scheduler, start it in a subprocess and "
                         "talk ZeroMQ; without, connect to a scheduler already listening at --socket")
+    s.add_argument("--driver", choices=["auto", "direct", "pybatsim"], default="auto",
+                   help="in-process: direct (the engine calls batfeed schedulers' callbacks itself; the "
+                        "default for them) or pybatsim (messages through pybatsim's Batsim class; the "
+                        "default for any other scheduler)")
     s.add_argument("--socket", default=DEFAULT_SOCKET, help=f"ZeroMQ endpoint (default {DEFAULT_SOCKET})")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.add_argument("--enable-dynamic-jobs", action="store_true")

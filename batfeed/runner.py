@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from batfeed.engine import EngineConfig, SimulationResult, load_simulation
+from batfeed.engine.direct import DirectDriver, supports_direct
 from batfeed.engine.transport import InProcessTransport, ZmqTransport
 from batfeed.errors import BatfeedError
 from batfeed.registry import make_scheduler
@@ -43,7 +44,7 @@ def launch_scheduler_process(name: str, options: dict[str, Any], port: int) -> s
 
 def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, scheduler: str | None = None,
                    options: dict[str, Any] | None = None, events: Sequence[str | Path] = (),
-                   export: str | Path | None = None, transport: str = "inprocess",
+                   export: str | Path | None = None, transport: str = "inprocess", driver: str = "auto",
                    socket: str = "tcp://localhost:28000", progress: bool = False, dynamic: bool = False,
                    ack: bool = False, profile_reuse: bool = False, forward_profiles: bool = False,
                    forward_unknown: bool = False, sched_config: str = "", master_host: str = "master_host",
@@ -51,7 +52,11 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                    user_options: dict[str, Any] | None = None) -> SimulationResult:
     """``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
     ``scheduler`` (:mod:`batfeed.users`): the trace is not given to the engine as a static workload,
-    dynamic jobs are enabled and ``user_options`` go to the user-model layer."""
+    dynamic jobs are enabled and ``user_options`` go to the user-model layer.
+
+    ``driver`` (in-process transport): ``"direct"`` (the engine calls the scheduler's callbacks),
+    ``"pybatsim"`` (messages through pybatsim's ``Batsim`` class) or ``"auto"`` (direct for the
+    schedulers that support it, :func:`batfeed.engine.direct.supports_direct`)."""
     if users is not None:
         scheduler, options, workloads, dynamic = _user_model_setup(scheduler, options, workloads, users,
                                                                    user_options)
@@ -72,7 +77,7 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         if transport == "inprocess":
             if scheduler is None:
                 raise BatfeedError("the in-process transport needs a scheduler name")
-            link: Any = InProcessTransport(make_scheduler(scheduler, options))
+            link: Any = in_process_driver(make_scheduler(scheduler, options), driver)
         elif transport == "zmq":
             check = None
             if scheduler is not None:
@@ -90,6 +95,18 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         if proc is not None:
             _reap(proc)
     return result
+
+
+def in_process_driver(sched: Any, driver: str = "auto") -> Any:
+    """The driver for a scheduler object: :class:`DirectDriver` or pybatsim's ``Batsim`` (messages)."""
+    if driver not in ("auto", "direct", "pybatsim"):
+        raise BatfeedError(f"unknown driver '{driver}' (auto, direct or pybatsim)")
+    if driver == "pybatsim" or (driver == "auto" and not supports_direct(sched)):
+        return InProcessTransport(sched)
+    if not supports_direct(sched):
+        raise BatfeedError(f"the direct driver needs a batfeed scheduler (or the user-model layer wrapping one); "
+                           f"{type(sched).__name__} may use more of pybatsim: use --driver pybatsim")
+    return DirectDriver(sched)
 
 
 USER_LAYER = "batfeed.users:UserModelScheduler"

@@ -39,7 +39,14 @@ _new_tuple = tuple.__new__
 
 
 class BatfeedScheduler(BatsimScheduler):
-    """Subclass and implement :meth:`schedule` (and optionally :meth:`on_submit`)."""
+    """Subclass and implement :meth:`schedule` (and optionally :meth:`on_submit`).
+
+    Only the part of pybatsim's ``Batsim`` listed in :class:`batfeed.engine.direct.BatsimFacade` is
+    used (through ``self.bs``), so the embedded engine can drive these schedulers directly
+    (``direct_driver_ok``) as well as through pybatsim (real Batsim, ``--driver pybatsim``).
+    """
+
+    direct_driver_ok = True
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(dict(options or {}))

@@ -78,6 +78,7 @@ from typing import Any, ClassVar
 from batfeed.users.trace import Trace, TraceJob, load_trace
 from batsim.batsim import BatsimScheduler, Job
 
+from batfeed.engine.direct import rejected_job_id, supports_direct
 from batfeed.errors import BatfeedError
 
 log = logging.getLogger("batfeed.users")
@@ -216,6 +217,11 @@ class UserModelScheduler(BatsimScheduler):
 
     # ------------------------------------------------------------------ plumbing
     @property
+    def direct_driver_ok(self) -> bool:
+        """The engine may drive the layer directly when it wraps a scheduler it can drive directly."""
+        return supports_direct(self.inner)
+
+    @property
     def bs(self) -> Any:
         return self._bs
 
@@ -271,13 +277,19 @@ class UserModelScheduler(BatsimScheduler):
         return len(due)
 
     def _collect_rejections(self) -> None:
-        events = self._bs._events_to_send   # pybatsim 3.2.1: this message's outgoing events, in order
+        events = self._bs._events_to_send   # this message's outgoing decisions, in order
         for ev in events[self._scan:]:
-            kind = ev["type"]
-            if kind == "REJECT_JOB" or (kind == "CHANGE_JOB_STATE" and ev["data"].get("job_state") == "REJECTED"):
-                idx = self._by_id.pop(ev["data"]["job_id"], None)
+            if isinstance(ev, dict):        # pybatsim 3.2.1's JSON events
+                kind = ev["type"]
+                rejected = kind == "REJECT_JOB" or (kind == "CHANGE_JOB_STATE"
+                                                    and ev["data"].get("job_state") == "REJECTED")
+                jid, t = (ev["data"]["job_id"], float(ev["timestamp"])) if rejected else (None, 0.0)
+            else:                           # the direct driver's (timestamp, handler, args)
+                jid, t = rejected_job_id(ev), float(ev[0])
+            if jid is not None:
+                idx = self._by_id.pop(jid, None)
                 if idx is not None:
-                    self.model.job_ended(idx, float(ev["timestamp"]))
+                    self.model.job_ended(idx, t)
         self._scan = len(events)
 
     def _after_decisions(self) -> None:

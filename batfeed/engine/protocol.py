@@ -253,6 +253,18 @@ class DecisionsMixin:
             raise ProtocolError(f"REGISTER_JOB {jid}: the job's own id '{js.get('id')}' differs from job_id")
         return job
 
+    def _register_pending(self: Simulator, job: Job) -> None:
+        """Direct driver: register a job made by ``DirectBatsim.register_job`` (validated now, like
+        REGISTER_JOB; the scheduler keeps the very object)."""
+        self._check_registration("REGISTER_JOB", job.id)
+        if job.id.count(SEP) != 1:
+            raise ProtocolError(f"REGISTER_JOB: job_id must be 'workload!name' (got {job.id!r})")
+        fresh = self.make_dynamic_job(job.id, job.json_dict)
+        for slot in ("workload", "name", "subtime", "walltime", "submit_time", "requested_resources",
+                     "requested_time", "prof", "profile", "json_dict"):
+            setattr(job, slot, getattr(fresh, slot))
+        self._do_register_job(job)
+
     def _do_register_job(self: Simulator, job: Job) -> None:
         self._check_registration("REGISTER_JOB", job.id)
         if job.id in self.jobs:

@@ -63,6 +63,8 @@ class _Mailbox:
 class InProcessTransport:
     """Runs a pybatsim scheduler in this process; messages are passed as Python dicts."""
 
+    name = "pybatsim"
+
     def __init__(self, scheduler: Any):
         self.scheduler = scheduler
         self.bs: Any = None
@@ -102,6 +104,8 @@ class ZmqTransport:
     Like Batsim it waits for answers without limit, unless ``timeout_s`` is given; ``check_alive``
     (called about twice a second while waiting) raises when a scheduler process has died.
     """
+
+    name = "zmq"
 
     def __init__(self, endpoint: str = "tcp://localhost:28000", timeout_s: float | None = None,
                  check_alive: Callable[[], None] | None = None):

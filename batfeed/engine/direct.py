@@ -1,0 +1,363 @@
+"""The direct driver: the engine calls a batfeed scheduler's pybatsim callbacks itself.
+
+No message is built or parsed: events go from the engine's tuples straight to the callbacks, with the
+engine's own :class:`~batfeed.engine.workload.Job` objects, and the scheduler's decisions go straight
+to the engine's ``_do_*`` cores.  Semantics are the message path's exactly: one decision round per
+Batsim message (the engine decides the messages, :mod:`batfeed.engine.simulator`), callbacks in
+pybatsim 3.2.1's order (``Batsim._read_bat_msg``: ``onBeforeEvents``, one callback per event,
+``onNoMoreEvents``; ``onAfterBatsimInit`` after the first reply), what the scheduler reads rounded
+like Batsim's JSON (6 decimals), decisions sorted by timestamp like pybatsim sends them.
+
+What a scheduler may use is :class:`BatsimFacade` (the part of pybatsim's ``Batsim`` that
+:class:`DirectBatsim` serves) and :class:`JobFacade` (the fields of pybatsim's ``Job``).  The
+schedulers that use nothing else declare ``direct_driver_ok``; ``tests/test_direct_driver.py``
+checks that pybatsim's classes and the direct ones both satisfy the facade and that batfeed's
+schedulers stay inside it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from batsim.batsim import Job as PyJob
+from procset import ProcInt, ProcSet
+
+from batfeed.engine.kinds import (
+    E_BEGINS,
+    E_CALL,
+    E_COMPLETED,
+    E_ENDS,
+    E_GENERIC,
+    E_KILLED,
+    E_MACHINES,
+    E_NOTIFY,
+    E_SUBMITTED,
+)
+from batfeed.engine.messages import simulation_begins_data
+from batfeed.engine.protocol import DecisionsMixin
+from batfeed.engine.workload import SEP, Job, Profile, r6
+from batfeed.errors import ProtocolError
+
+if TYPE_CHECKING:
+    from batfeed.engine.simulator import Simulator
+
+_State = PyJob.State
+_SUBMITTED, _RUNNING, _REJECTED, _IN_KILLING, _IN_SUBMISSION = (
+    _State.SUBMITTED, _State.RUNNING, _State.REJECTED, _State.IN_KILLING, _State.IN_SUBMISSON)
+_FINAL = {s.name: s for s in _State}
+_new_tuple = tuple.__new__
+
+
+class JobFacade(Protocol):
+    """The fields of pybatsim's ``Job`` a batfeed scheduler reads or sets."""
+
+    id: str
+    submit_time: float
+    requested_time: float
+    requested_resources: int
+    profile: str
+    json_dict: dict[str, Any]
+    allocation: Any
+    job_state: Any
+    finish_time: float | None
+    return_code: int | None
+    progress: Any
+    metadata: Any
+
+    @property
+    def profile_dict(self) -> dict[str, Any]: ...
+
+    @property
+    def workload(self) -> str: ...
+
+
+class BatsimFacade(Protocol):
+    """The part of pybatsim 3.2.1's ``Batsim`` a batfeed scheduler may use (both classes satisfy it)."""
+
+    jobs: dict[str, Any]
+    nb_compute_resources: int
+    nb_resources: int
+    nb_storage_resources: int
+    batconf: dict[str, Any]
+    profiles: dict[str, dict[str, Any]]
+    workloads: dict[str, str]
+    dynamic_job_registration_enabled: bool
+    ack_of_dynamic_jobs: bool
+    profiles_forwarded_on_submission: bool
+    forward_unknown_events: bool
+    allow_compute_sharing: bool
+    allow_storage_sharing: bool
+    no_more_static_jobs: bool
+    no_more_external_events: bool
+    _events_to_send: list[Any]
+
+    def time(self) -> float: ...
+    def consume_time(self, t: float) -> float: ...
+    def execute_jobs(self, jobs: list[Any], io_jobs: Any = None) -> None: ...
+    def execute_job(self, job: Any, io_job: Any = None) -> None: ...
+    def reject_jobs(self, jobs: list[Any]) -> None: ...
+    def reject_jobs_by_id(self, job_ids: list[str]) -> None: ...
+    def kill_jobs(self, jobs: list[Any]) -> None: ...
+    def change_job_state(self, job: Any, state: Any) -> None: ...
+    def wake_me_up_at(self, time: float) -> None: ...
+    def notify_registration_finished(self) -> None: ...
+    def notify_registration_continue(self) -> None: ...
+    def register_profiles(self, workload_name: str, profiles: dict[str, dict[str, Any]]) -> None: ...
+    def register_job(self, id: str, res: int, walltime: float, profile_name: str,
+                     subtime: float | None = None) -> Any: ...
+    def set_job_metadata(self, job_id: str, metadata: Any) -> None: ...
+
+
+class DirectBatsim:
+    """Serves :class:`BatsimFacade` from the engine; decisions are kept as engine calls."""
+
+    def __init__(self, sim: Simulator):
+        self._sim = sim
+        self._current_time = 0.0
+        self._events_to_send: list[tuple] = []
+        self.jobs: dict[str, Any] = {}
+        self.no_more_static_jobs = False
+        self.no_more_external_events = False
+        self.running_simulation = False
+        cfg = sim.config
+        self.dynamic_job_registration_enabled = cfg.enable_dynamic_jobs
+        self.ack_of_dynamic_jobs = cfg.acknowledge_dynamic_jobs
+        self.profiles_forwarded_on_submission = cfg.forward_profiles_on_submission
+        self.forward_unknown_events = cfg.forward_unknown_events
+        self.allow_compute_sharing = False
+        self.allow_storage_sharing = True
+        plat = sim.platform
+        self.nb_compute_resources = len(plat.compute)
+        self.nb_storage_resources = len(plat.storage)
+        self.nb_resources = self.nb_compute_resources + self.nb_storage_resources
+        self.batconf: dict[str, Any] = {}
+        self.profiles: dict[str, dict[str, Any]] = {}
+        self.workloads: dict[str, str] = {}
+        self._resources: dict[str, Any] | None = None
+
+    def _simulation_begins(self) -> None:
+        """What pybatsim reads from SIMULATION_BEGINS (the machine lists are built on first use)."""
+        sim = self._sim
+        cfg = sim.config
+        self.batconf = {
+            "redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379, "redis-prefix": "default",
+            "profiles-forwarded-on-submission": cfg.forward_profiles_on_submission,
+            "dynamic-jobs-enabled": cfg.enable_dynamic_jobs,
+            "dynamic-jobs-acknowledged": cfg.acknowledge_dynamic_jobs,
+            "profile-reuse-enabled": cfg.enable_profile_reuse,
+            "sched-config": cfg.sched_config,
+            "forward-unknown-events": cfg.forward_unknown_events,
+        }
+        self.profiles = {w.name: {n: p.wire for n, p in w.profiles.items()} for w in sim.workloads.values()}
+        self.workloads = {w.name: w.path for w in sim.workloads.values()}
+        self.running_simulation = True
+
+    def _resource_lists(self) -> dict[str, Any]:
+        if self._resources is None:
+            self._resources = simulation_begins_data(self._sim)
+        return self._resources
+
+    @property
+    def machines(self) -> dict[str, list[dict[str, Any]]]:
+        d = self._resource_lists()
+        return {"compute": d["compute_resources"], "storage": d["storage_resources"]}
+
+    @property
+    def compute_resources(self) -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in self._resource_lists()["compute_resources"]}
+
+    @property
+    def storage_resources(self) -> dict[int, dict[str, Any]]:
+        return {r["id"]: r for r in self._resource_lists()["storage_resources"]}
+
+    # ------------------------------------------------------------------ time
+    def time(self) -> float:
+        return self._current_time
+
+    def consume_time(self, t: float) -> float:
+        self._current_time += float(t)
+        return self._current_time
+
+    # ------------------------------------------------------------------ decisions
+    def execute_jobs(self, jobs: list[Any], io_jobs: Any = None) -> None:
+        if io_jobs is not None:
+            raise ProtocolError("EXECUTE_JOB with an I/O job is not modelled by the embedded engine: use real "
+                                "Batsim")
+        t, do, out = self._current_time, self._sim._do_execute, self._events_to_send
+        for job in jobs:
+            ps = job.allocation
+            if ps is None:
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: the job has no allocation")
+            ivs = list(ps._itvs)        # procset 1.x: sorted, disjoint, merged (inf, sup) tuples
+            if not ivs:
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: alloc '' is not a non-empty interval set")
+            n = 0
+            for a, b in ivs:
+                n += b - a + 1
+            job.job_state = _RUNNING
+            out.append((t, do, (job, ivs, n, None)))
+
+    def execute_job(self, job: Any, io_job: Any = None) -> None:
+        self.execute_jobs([job], None if io_job is None else {job.id: io_job})
+
+    def reject_jobs(self, jobs: list[Any]) -> None:
+        assert len(jobs) > 0, "The list of jobs to reject is empty"
+        t, do, out = self._current_time, self._sim._do_reject, self._events_to_send
+        for job in jobs:
+            out.append((t, do, (job,)))
+            job.job_state = _REJECTED
+
+    def reject_jobs_by_id(self, job_ids: list[str]) -> None:
+        self.reject_jobs([self.jobs[j] for j in job_ids])
+
+    def kill_jobs(self, jobs: list[Any]) -> None:
+        assert len(jobs) > 0, "The list of jobs to kill is empty"
+        for job in jobs:
+            job.job_state = _IN_KILLING
+        self._events_to_send.append((self._current_time, self._sim._do_kill, (list(jobs),)))
+
+    def change_job_state(self, job: Any, state: Any) -> None:
+        self._events_to_send.append((self._current_time, self._sim._do_change_state, (job, state.name)))
+
+    def wake_me_up_at(self, time: float) -> None:
+        self._events_to_send.append((self._current_time, self._sim._do_call_me_later, (float(time),)))
+
+    def notify_registration_finished(self) -> None:
+        self._events_to_send.append((self._current_time, self._sim._do_notify, ("registration_finished",)))
+
+    def notify_registration_continue(self) -> None:
+        self._events_to_send.append((self._current_time, self._sim._do_notify, ("continue_registration",)))
+
+    def register_profiles(self, workload_name: str, profiles: dict[str, dict[str, Any]]) -> None:
+        do, out, t = self._sim._do_register_profile, self._events_to_send, self._current_time
+        store = self.profiles.setdefault(workload_name, {})
+        for name, profile in profiles.items():
+            out.append((t, do, (workload_name, name, profile)))
+            store[name] = profile
+
+    def register_job(self, id: str, res: int, walltime: float, profile_name: str,
+                     subtime: float | None = None) -> Job:
+        if subtime is None:
+            subtime = self.time()
+        job_dict = {"profile": profile_name, "id": id, "res": res, "walltime": walltime, "subtime": subtime}
+        wl, _, name = id.partition(SEP)
+        profile = self.profiles[wl][profile_name]    # pybatsim asserts the profile was registered
+        pending = Profile(profile_name, "", 0.0, 0, profile, profile)
+        job = Job(id, wl, name, float(subtime), res, float(walltime), pending, job_dict)
+        job.job_state = _IN_SUBMISSION
+        self._events_to_send.append((self._current_time, self._sim._register_pending, (job,)))
+        self.jobs[id] = job
+        return job
+
+    def set_job_metadata(self, job_id: str, metadata: Any) -> None:
+        job = self.jobs[job_id]
+        self._events_to_send.append((self._current_time, self._sim._do_set_metadata, (job, str(metadata))))
+
+
+def make_procset(ivs: list[tuple[int, int]]) -> ProcSet:
+    """ProcSet of sorted, disjoint, merged intervals without ProcSet's generic merge (procset 1.x)."""
+    ps = ProcSet()
+    ps._itvs = [_new_tuple(ProcInt, iv) for iv in ivs]
+    return ps
+
+
+class DirectDriver:
+    """Drives a batfeed scheduler object through :class:`DirectBatsim` (see the module docstring)."""
+
+    direct = True
+    name = "direct"
+
+    def __init__(self, scheduler: Any):
+        self.scheduler = scheduler
+        self.bs: DirectBatsim | None = None
+
+    def exchange(self, sim: Simulator, now: float, events: list[tuple]) -> tuple[float, list[tuple]]:
+        sched = self.scheduler
+        bs = self.bs
+        first = bs is None
+        if first:
+            bs = self.bs = DirectBatsim(sim)
+            sched.bs = bs
+        bs._current_time = now if now.is_integer() else r6(now)
+        bs._events_to_send = []
+        sched.onBeforeEvents()
+        for ev in events:
+            kind = ev[0]
+            if kind == E_COMPLETED:
+                job = ev[2]
+                t = ev[1]
+                job.finish_time = t if t.is_integer() else r6(t)
+                job.job_state = _FINAL[job.state]
+                sched.onJobCompletion(job)
+            elif kind == E_SUBMITTED:
+                job = ev[2]
+                old = bs.jobs.get(job.id)
+                if old is not None and old is not job:
+                    job.metadata = old.metadata
+                job.job_state = _SUBMITTED
+                bs.jobs[job.id] = job
+                sched.onJobSubmission(job)
+            elif kind == E_CALL:
+                sched.onRequestedCall()
+            elif kind == E_MACHINES:
+                ps = make_procset(ev[3])
+                if ev[2] == "event_machine_unavailable":
+                    sched.onNotifyEventMachineUnavailable(ps)
+                else:
+                    sched.onNotifyEventMachineAvailable(ps)
+            elif kind == E_NOTIFY:
+                if ev[2] == "no_more_static_job_to_submit":
+                    bs.no_more_static_jobs = True
+                    sched.onNoMoreJobsInWorkloads()
+                else:
+                    bs.no_more_external_events = True
+                    sched.onNoMoreExternalEvents()
+            elif kind == E_KILLED:
+                progress = ev[3]
+                killed = []
+                for jid in ev[2]:
+                    j = bs.jobs[jid]
+                    if progress:       # pybatsim 3.2.1: a job without progress is not reported
+                        j.progress = {k: r6(v) if isinstance(v, float) else v for k, v in progress[jid].items()}
+                        killed.append(j)
+                if killed:
+                    sched.onJobsKilled(killed)
+            elif kind == E_GENERIC:
+                if not bs.forward_unknown_events:
+                    raise ProtocolError(f"generic event {ev[2]!r} reached a scheduler that does not forward "
+                                        "unknown events")
+                sched.onNotifyGenericEvent(ev[2])
+            elif kind == E_BEGINS:
+                bs._simulation_begins()
+                sched.onSimulationBegins()
+            elif kind == E_ENDS:
+                bs.running_simulation = False
+                sched.onSimulationEnds()
+        sched.onNoMoreEvents()
+        out = bs._events_to_send
+        if len(out) > 1:
+            t0 = out[0][0]
+            if any(d[0] != t0 for d in out):
+                out.sort(key=lambda d: d[0])      # pybatsim sorts the events it sends by timestamp
+        if first:
+            sched.onAfterBatsimInit()             # pybatsim calls it once the first reply is sent
+        return bs._current_time, out
+
+    def close(self) -> None:
+        pass
+
+
+def rejected_job_id(decision: Any) -> str | None:
+    """The job id of a direct-driver rejection decision (REJECT_JOB or CHANGE_JOB_STATE REJECTED)."""
+    func = getattr(decision[1], "__func__", None)
+    if func is DecisionsMixin._do_reject:
+        return decision[2][0].id
+    if func is DecisionsMixin._do_change_state and decision[2][1] == "REJECTED":
+        return decision[2][0].id
+    return None
+
+
+def supports_direct(scheduler: Any) -> bool:
+    """True for schedulers that only use :class:`BatsimFacade` (batfeed's own, and the user-model
+    layer wrapping one of them)."""
+    return bool(getattr(scheduler, "direct_driver_ok", False))
