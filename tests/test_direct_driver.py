@@ -20,12 +20,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from batfeed.adapters.swf import convert_swf
 from batsim.batsim import Batsim, Job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batfeed.adapters.swf import convert_swf
-from batfeed.engine import EngineConfig, load_simulation
+from batfeed.engine import load_simulation
 from batfeed.engine.direct import BatsimFacade, DirectBatsim, DirectDriver, JobFacade, supports_direct
 from batfeed.engine.transport import InProcessTransport
 from batfeed.engine.workload import Job as EngineJob
@@ -66,9 +66,8 @@ def _members(proto: type) -> set[str]:
 
 
 def test_pybatsim_and_the_direct_batsim_both_satisfy_the_facade(tmp_path):
-    from test_engine_helpers import SMALL_4, delay, job, run, write_workload
-
     from batfeed.schedulers.fcfs import Fcfs
+    from test_engine_helpers import SMALL_4, delay, job, run, write_workload
 
     wl = write_workload(tmp_path, [job(1, 0, 1, "d5")], {"d5": delay(5)})
     for sched, kind in ((Fcfs(), Batsim), (Fcfs(), DirectBatsim)):
