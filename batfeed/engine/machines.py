@@ -7,16 +7,18 @@ events.  As in Batsim's ``Machine::update_machine_state`` the time spent in a st
 the machine leaves it, so the period after a machine's last change is not counted in
 ``_schedule.csv``.
 
-Per-machine flags live in ``bytearray``s and change dates in an ``array('d')``, so starting or
-ending a job on thousands of machines is a few C-level slice copies.  Time in each state is
-accumulated as an area (machines in the state x elapsed time) between changes; at the end the
-still-open period of every machine (from its last change to the last change of the platform) is
-taken back out, which gives exactly the sum of the closed periods.
+Per-machine flags live in ``bytearray``s, so starting or ending a job on thousands of machines is
+a few C-level slice copies.  Time in each state is accumulated as an area (machines in the state x
+elapsed time) between changes; at the end the still-open period of every machine (from its last
+change to the last change of the platform) is taken back out, which gives exactly the sum of the
+closed periods.  A machine's last change is found then, from the end backwards (the last jobs and
+availability events; :meth:`Machines.time_in_states`), so no per-machine date is kept on the hot path.
 """
 
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 
 IDLE, COMPUTING, UNAVAILABLE = "idle", "computing", "unavailable"
 
@@ -28,13 +30,19 @@ class Machines:
         self.n = n
         self.busy = bytearray(n)            # 1 while a job computes on the machine
         self.unavail = bytearray(n)         # 1 while the machine is unavailable
-        self.last = array("d", bytes(8 * n))   # date of the machine's last state change
         self.nb_unavailable = 0
         self.nb_computing = 0               # machines in the COMPUTING state (not unavailable)
         self._t = 0.0                       # date of the last change of any machine
-        self._area = {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
-        # _machine_states.csv rows (time, nb_idle, nb_computing), one after each change
-        self.trace: list[tuple[float, int, int]] = []   # Batsim writes no initial row
+        self.area_idle = self.area_computing = self.area_unavailable = 0.0
+        # the changes a machine's last change can be (job ends and availability events): dates and
+        # machines, in time order; job starts never are (the job's end comes later)
+        self.change_t = array("d")
+        self.change_ivs: list[Sequence[tuple[int, int]]] = []
+        # _machine_states.csv rows (time, nb_idle, nb_computing), one per job start or end; Batsim
+        # writes no initial row
+        self.row_t = array("d")
+        self.row_idle = array("q")
+        self.row_comp = array("q")
 
     def __len__(self) -> int:
         return self.n
@@ -42,14 +50,11 @@ class Machines:
     def _advance(self, t: float) -> None:
         dt = t - self._t
         if dt:
-            area, comp, unav = self._area, self.nb_computing, self.nb_unavailable
-            area[IDLE] += (self.n - comp - unav) * dt
-            area[COMPUTING] += comp * dt
-            area[UNAVAILABLE] += unav * dt
+            comp, unav = self.nb_computing, self.nb_unavailable
+            self.area_idle += (self.n - comp - unav) * dt
+            self.area_computing += comp * dt
+            self.area_unavailable += unav * dt
             self._t = t
-
-    def _trace(self, t: float) -> None:
-        self.trace.append((t, self.n - self.nb_unavailable - self.nb_computing, self.nb_computing))
 
     def state(self, m: int) -> str:
         if self.unavail[m]:
@@ -67,72 +72,121 @@ class Machines:
         i = self.unavail.find(1, a, b + 1)
         return None if i < 0 else i
 
-    def start(self, ivs: list[tuple[int, int]], t: float) -> None:
+    def start(self, ivs: Sequence[tuple[int, int]], t: float) -> None:
         """Machines of ``ivs`` (checked idle and available) start computing a job."""
-        self._advance(t)
-        busy, last, stamp = self.busy, self.last, array("d", (t,))
+        if t != self._t:
+            self._advance(t)
+        busy = self.busy
+        comp = self.nb_computing
         for a, b in ivs:
-            n = b - a + 1
-            busy[a:b + 1] = b"\x01" * n
-            last[a:b + 1] = stamp * n
-            self.nb_computing += n
-        self._trace(t)
-
-    def end(self, ivs: list[tuple[int, int]], t: float) -> None:
-        """The job on ``ivs`` ends: its machines become idle (unavailable ones stay so)."""
-        self._advance(t)
-        busy, last, unavail, stamp = self.busy, self.last, self.unavail, array("d", (t,))
-        for a, b in ivs:
-            n = b - a + 1
-            busy[a:b + 1] = bytes(n)
-            if not self.nb_unavailable or unavail.find(1, a, b + 1) < 0:
-                last[a:b + 1] = stamp * n
-                self.nb_computing -= n
+            if a == b:
+                busy[a] = 1
+                comp += 1
             else:
+                busy[a:b + 1] = b"\x01" * (b - a + 1)
+                comp += b - a + 1
+        self.nb_computing = comp
+        self.row_t.append(t)
+        self.row_idle.append(self.n - self.nb_unavailable - comp)
+        self.row_comp.append(comp)
+
+    def end(self, ivs: Sequence[tuple[int, int]], t: float) -> None:
+        """The job on ``ivs`` ends: its machines become idle (unavailable ones stay so)."""
+        if t != self._t:
+            self._advance(t)
+        busy = self.busy
+        comp = self.nb_computing
+        if not self.nb_unavailable:
+            for a, b in ivs:
+                if a == b:
+                    busy[a] = 0
+                    comp -= 1
+                else:
+                    busy[a:b + 1] = bytes(b - a + 1)
+                    comp -= b - a + 1
+            self.change_ivs.append(ivs)
+        else:   # machines down stay UNAVAILABLE: for them the job's end is no state change
+            unavail = self.unavail
+            changed = []
+            for a, b in ivs:
+                busy[a:b + 1] = bytes(b - a + 1)
                 for m in range(a, b + 1):
                     if not unavail[m]:
-                        last[m] = t
-                        self.nb_computing -= 1
-        self._trace(t)
+                        comp -= 1
+                        changed.append((m, m))
+            self.change_ivs.append(changed)
+        self.change_t.append(t)
+        self.nb_computing = comp
+        self.row_t.append(t)
+        self.row_idle.append(self.n - self.nb_unavailable - comp)
+        self.row_comp.append(comp)
 
     def set_unavailable(self, ivs: list[tuple[int, int]], t: float) -> None:
         self._advance(t)
         for a, b in ivs:
             for m in range(a, b + 1):
                 self.nb_computing -= self.busy[m]
-                self.last[m] = t
                 self.unavail[m] = 1
                 self.nb_unavailable += 1
+        self.change_t.append(t)
+        self.change_ivs.append(ivs)
 
     def set_available(self, ivs: list[tuple[int, int]], t: float) -> None:
         self._advance(t)
         for a, b in ivs:
             for m in range(a, b + 1):
-                self.last[m] = t
                 self.unavail[m] = 0
                 self.nb_unavailable -= 1
                 self.nb_computing += self.busy[m]
+        self.change_t.append(t)
+        self.change_ivs.append(ivs)
 
-    @property
-    def time(self) -> dict[str, float]:
-        """Seconds spent in each state, closed periods only (Batsim's accounting)."""
-        import numpy as np
+    def time_in_states(self) -> dict[str, float]:
+        """Seconds spent in each state, closed periods only (Batsim's accounting).
 
-        t = self._t
-        open_len = t - np.frombuffer(self.last, dtype=np.float64)
-        unav = np.frombuffer(self.unavail, dtype=np.uint8).astype(bool)
-        comp = np.frombuffer(self.busy, dtype=np.uint8).astype(bool) & ~unav
-        idle = ~unav & ~comp
+        The open period of a machine runs from its last change (found by scanning the changes
+        backwards until every machine is seen) to the platform's last change; it is taken out of
+        the area of the machine's final state.
+        """
+        t_end, n = self._t, self.n
+        seen = bytearray(n)
+        left = n
+        open_len = {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
+        unavail, busy = self.unavail, self.busy
+        k = len(self.change_t) - 1
+        while left and k >= 0:
+            t = self.change_t[k]
+            for a, b in self.change_ivs[k]:
+                if seen.find(0, a, b + 1) < 0:
+                    continue
+                for m in range(a, b + 1):
+                    if not seen[m]:
+                        seen[m] = 1
+                        left -= 1
+                        state = UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE
+                        open_len[state] += t_end - t
+            k -= 1
+        if left:                                  # never changed: open since time 0
+            for m in range(n):
+                if not seen[m]:
+                    state = UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE
+                    open_len[state] += t_end
         out = {}
-        for state, mask in ((IDLE, idle), (COMPUTING, comp), (UNAVAILABLE, unav)):
-            area = self._area[state]
-            value = area - float(open_len[mask].sum())
+        for state, area in ((IDLE, self.area_idle), (COMPUTING, self.area_computing),
+                            (UNAVAILABLE, self.area_unavailable)):
+            value = area - open_len[state]
             # the two sums are rounded differently: an exact zero must stay zero
             out[state] = 0.0 if abs(value) <= 1e-12 * max(area, 1.0) else value
         return out
+
+    @property
+    def trace(self) -> list[tuple[float, int, int]]:
+        """_machine_states.csv rows (time, nb_idle, nb_computing)."""
+        return list(zip(self.row_t, self.row_idle, self.row_comp, strict=True))
 
     def write_states_csv(self, path: str) -> None:
         """``PREFIX_machine_states.csv``; times printed with ``%g`` like Batsim."""
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing\n")
-            fh.writelines(f"{t:g},0,0,0,{idle},{comp}\n" for t, idle, comp in self.trace)
+            fh.writelines(f"{t:g},0,0,0,{idle},{comp}\n"
+                          for t, idle, comp in zip(self.row_t, self.row_idle, self.row_comp, strict=True))

@@ -108,13 +108,25 @@ class DecisionsMixin:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {i} ('{m.names[i]}') is unavailable "
                                     "(Batsim aborts)")
         c = self.clock
-        duration = prof.work if prof.type == "delay" else prof.duration(n, self._slowest(ivs))
+        rate = 0.0
+        if prof.type == "delay":
+            duration = prof.work
+        else:   # SimGrid's parallel task: work 1 at rate speed / flops per host (task_execution.cpp)
+            flops = prof.work if prof.type == "parallel_homogeneous" else prof.work / n
+            rate = self._slowest(ivs) / flops if flops > 0 else 0.0
+            duration = 1.0 / rate if rate else 0.0
         wall = job.walltime
-        if 0 < wall <= duration:       # Batsim's do_delay_task: walltime reached when delay >= walltime
-            end, state, rc = c + wall, WALLTIME, -1
+        state, rc = (SUCCESS, 0) if prof.ret == 0 else (FAILED, prof.ret)
+        if rate and wall > 0:
+            # ptask->wait_for(walltime): the task and a timeout sleep, created in this order; the
+            # first to end wins (the task on a tie, as it comes first in the step)
+            self.deferred.append((duration, T_END, (job, state, True), rate))
+            self.deferred.append((wall, T_END, (job, WALLTIME, True), 0.0))
+            end = None
+        elif 0 < wall <= duration:   # do_delay_task: a delay job reaches a walltime <= its delay
+            end, state, rc = wall, WALLTIME, -1
         else:
-            end = c + duration
-            state, rc = (SUCCESS, 0) if prof.ret == 0 else (FAILED, prof.ret)
+            end = duration
         job.state, job.start = RUNNING, c
         job.intervals = ivs
         job.return_code = rc
@@ -122,7 +134,8 @@ class DecisionsMixin:
         self.nb_running += 1
         m.start(ivs, c)
         # the executor actor sleeps once it runs, i.e. after the REQ-REP's next step (simulator.py)
-        self.deferred.append((end, T_END, (job, state)))
+        if end is not None:
+            self.deferred.append((end, T_END, (job, state, False), rate))
 
     # ------------------------------------------------------------------ REJECT_JOB
     def _msg_reject(self: Simulator, data: dict[str, Any]) -> None:
@@ -177,7 +190,7 @@ class DecisionsMixin:
                     job.prof.duration(intervals.size(job.intervals), self._slowest(job.intervals))
                 progress[job.id] = {"profile_name": job.profile,
                                     "progress": done / total if total > 0 else 1.0}
-                job.end_seq = 0            # its end timer is void
+                self.timers.cancel_job(job)    # the killed executor's actions end with it
                 job.state = KILLED
                 # a killed delay job keeps Batsim's initial return code -1; a cancelled ptask returns -2
                 job.return_code = -1 if job.prof.type == "delay" else -2
@@ -201,7 +214,7 @@ class DecisionsMixin:
                                 "(Batsim aborts: \"You asked to be awaken in the past!\")")
         self.nb_waiters += 1
         # Batsim's waiter sleeps target - now, at least 1e-5 s (jobs_execution.cpp, waiter_process)
-        self.deferred.append((c + (t - c if t - c >= 1e-5 else 1e-5), T_CALL, None))
+        self.deferred.append((t - c if t - c >= 1e-5 else 1e-5, T_CALL, None, 0.0))
 
     # ------------------------------------------------------------------ dynamic registration
     def _msg_register_profile(self: Simulator, data: dict[str, Any]) -> None:

@@ -28,7 +28,6 @@ Decisions are validated and applied by :class:`~batfeed.engine.protocol.Decision
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import deque
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from batfeed import __version__
+from batfeed.engine.clock import ExactTimers, SimGridTimers
 from batfeed.engine.events import UNAVAILABLE, ExternalEvent
 from batfeed.engine.kinds import (
     E_BEGINS,
@@ -65,7 +65,7 @@ from batfeed.engine.machines import Machines
 from batfeed.engine.outputs import JobsTracer
 from batfeed.engine.platform import Platform
 from batfeed.engine.protocol import DecisionsMixin
-from batfeed.engine.workload import FINAL_STATES, RUNNING, SUBMITTED, Job, Workload
+from batfeed.engine.workload import FINAL_STATES, RUNNING, SUBMITTED, SUCCESS, WALLTIME, Job, Workload
 from batfeed.errors import BatfeedError, ProtocolError
 
 BATSIM_VERSION = f"4.2.1+batfeed-{__version__}"
@@ -132,7 +132,9 @@ class Simulator(DecisionsMixin):
         self.homogeneous = len(set(self.speed)) <= 1
         self.clock = 0.0
         self.delta = platform.comm_delay     # duration of one message to the server (SimGrid comm)
-        self.heap: list[tuple[float, int, int, Any]] = []
+        # sleeps: exact dates while nothing can round, else SimGrid's own steps (clock.py)
+        self.timers: ExactTimers | SimGridTimers = SimGridTimers() if self.delta else ExactTimers()
+        self.woken: list = []               # sleeps that ended during the last message's step
         self.seq = 0
         self.queue: deque[tuple[int, Any, Any]] = deque()   # the server's mailbox
         self.out: list[tuple] = []                          # events gathered for the next message
@@ -145,6 +147,7 @@ class Simulator(DecisionsMixin):
         self.tracer = JobsTracer()
         self.jobs: dict[str, Job] = {}
         self.to_delete: list[Job] = []
+        self.gc = self.config.enable_dynamic_jobs and not self.config.enable_profile_reuse
         self.gc_profiles: dict[str, set[str]] = {}
         self.nb_submitted = self.nb_completed = self.nb_running = self.nb_waiters = 0
         self.nb_killers = 0
@@ -190,33 +193,37 @@ class Simulator(DecisionsMixin):
             self._send()
             self._rr_step()
             while not self.ended:
-                if not q:
-                    self._wake()
+                if not q:                        # the next step: the actors whose sleep ends then post
+                    if not self.timers:
+                        raise ProtocolError(self._deadlock_reason())
+                    self.clock, due = self.timers.next_step(self.clock)
+                    self._post(due)
                     continue
                 kind, a, b = q.popleft()
-                if self.delta:
-                    self.clock += self.delta
+                if not self.timers.exact:        # the message's own SimGrid step
+                    self._message_step()
                 if self.kd_wait:
                     q.extend(self.kd_wait)
                     self.kd_wait = []
                 if kind == M_DECISION:      # ready is False while the request-reply actor forwards
                     a[1](*a[2])
+                    if self.woken:
+                        self._post_woken()
                     self._rr_step()
-                    if self.deferred:
-                        for t, tk, payload in self.deferred:
-                            self._sleep(t, tk, payload)
-                        self.deferred = []
-                    if self.killing:
-                        for killed in self.killing:
-                            (self.kd_wait if q else q).append((M_KILLED, killed, None))
-                        self.killing = []
                     continue
                 if kind == M_DONE:
-                    self._job_completed(a)
-                    sent = self._check()
+                    self.nb_running -= 1
+                    self.nb_completed += 1
+                    self.out.append((E_COMPLETED, self.clock, a))
+                    self._record(a)
+                    sent = self.ready and not q and self._check()
+                    if self.woken:
+                        self._post_woken()
                 elif kind == M_BATCH:
                     self._batch(a, b)
-                    sent = self._check()
+                    sent = self.ready and not q and self._check()
+                    if self.woken:
+                        self._post_woken()
                     self._submitter_after_put(a)
                 else:
                     sent = self._other(kind, a)
@@ -247,10 +254,15 @@ class Simulator(DecisionsMixin):
                     self.out.append((E_NOTIFY, self.clock, "no_more_external_event_to_occur"))
         else:   # M_HELLO: the submitter then starts
             sent = self._check()
+            if self.woken:
+                self._post_woken()
             a.current = self.clock
-            self._submitter_collect(a)
+            self._submitter_collect(a, first=False)
             return sent
-        return self._check()
+        sent = self._check()
+        if self.woken:
+            self._post_woken()
+        return sent
 
     def _check(self) -> bool:
         """The server's test after each message: send when the scheduler is ready and the mailbox empty."""
@@ -283,81 +295,129 @@ class Simulator(DecisionsMixin):
         self.rr, self.rr_i, self.rr_now = decisions, 0, now
 
     def _rr_step(self) -> None:
-        """The request-reply actor's next step: forward its next decision, or SCHED_READY."""
-        if self.ended:
-            return
-        c = self.clock
-        if self.rr_i < len(self.rr):
-            d = self.rr[self.rr_i]
-            if d[0] > c:                      # Batsim sleeps until the decision's date
-                self._sleep(c + (d[0] - c), T_RR, None)
-                return
-            self.rr_i += 1
-            self.queue.append((M_DECISION, d, None))
-        elif self.rr_now > c:
-            self._sleep(c + (self.rr_now - c), T_RR, None)
-        else:
-            self.queue.append((M_READY, None, None))
+        """The request-reply actor's next steps: forward its next decision, or SCHED_READY.
 
-    def _sleep(self, t: float, kind: int, payload: Any) -> None:
-        self.seq += 1
-        if kind == T_END:
-            payload[0].end_seq = self.seq
-        heapq.heappush(self.heap, (t, self.seq, kind, payload))
-
-    def _wake(self) -> None:
-        """Advance the clock to the next sleep's end; every actor waking then posts, in sleep order."""
-        heap = self.heap
-        if not heap:
-            raise ProtocolError(self._deadlock_reason())
-        t = heap[0][0]
-        if t < self.clock:
-            raise ProtocolError(f"internal error: time went back from {self.clock} to {t}")
-        self.clock = t
+        Then the actors the last decision created (executors, waiters) sleep, and a killer posts its
+        KILLING_DONE (after the server's next receive when something is queued).  Fast path: while
+        nothing else is queued, the server receives the actor's message at once, so a decision due
+        now (or SCHED_READY) is handled here without going through the mailbox."""
         q = self.queue
-        while heap and heap[0][0] <= t:
-            _, seq, kind, payload = heapq.heappop(heap)
+        while not self.ended:
+            c = self.clock
+            rr, i = self.rr, self.rr_i
+            if i < len(rr):
+                d = rr[i]
+                if d[0] > c:                      # Batsim sleeps until the decision's date
+                    self._sleep(d[0] - c, T_RR, None)
+                else:
+                    self.rr_i = i + 1
+                    if not q and not self.killing:
+                        if self.deferred:
+                            self._flush_deferred()
+                        if not self.timers.exact:
+                            self._message_step()
+                        d[1](*d[2])
+                        if self.woken:
+                            self._post_woken()
+                        continue
+                    q.append((M_DECISION, d, None))
+            elif self.rr_now > c:
+                self._sleep(self.rr_now - c, T_RR, None)
+            elif not q and not self.killing:
+                if self.deferred:
+                    self._flush_deferred()
+                if not self.timers.exact:
+                    self._message_step()
+                self.ready = True
+                sent = self._check()
+                if self.woken:
+                    self._post_woken()
+                if sent:
+                    continue                      # a new message was sent: forward its reply
+                return
+            else:
+                q.append((M_READY, None, None))
+            if self.deferred:
+                self._flush_deferred()
+            if self.killing:
+                for killed in self.killing:
+                    (self.kd_wait if q else q).append((M_KILLED, killed, None))
+                self.killing = []
+            return
+
+    def _flush_deferred(self) -> None:
+        for d, kind, payload, rate in self.deferred:
+            self._sleep(d, kind, payload, rate)
+        self.deferred = []
+
+    def _sleep(self, duration: float, kind: int, payload: Any, rate: float = 0.0) -> None:
+        """An actor sleeps ``duration`` seconds from now (the duration Batsim computes), or runs a
+        parallel task at ``rate`` (its work per second)."""
+        self.seq += 1
+        timers = self.timers
+        if timers.exact and (rate or not duration.is_integer()):   # from now on, steps can round
+            timers = self.timers = timers.to_simgrid(self.clock)
+        timers.add(self.clock, duration, self.seq, kind, payload, rate)
+
+    def _message_step(self) -> None:
+        """SimGrid's step for the message the server just received; sleeps ending then post after
+        the server's check (:meth:`_post_woken`)."""
+        self.clock, due = self.timers.message_step(self.clock, self.delta)
+        if due:
+            self.woken.extend(due)
+
+    def _post_woken(self) -> None:
+        due, self.woken = self.woken, []
+        self._post(due)
+
+    def _post(self, due: list) -> None:
+        """The actors whose sleep ended wake up (in creation order) and post their messages."""
+        t, q = self.clock, self.queue
+        for entry in due:
+            kind, payload = entry[2], entry[3]
             if kind == T_END:
-                job, state = payload
-                if job.end_seq != seq:        # killed meanwhile
+                job = payload[0]
+                if job.state != RUNNING:      # killed meanwhile
                     continue
-                job.end_seq = 0
-                job.state = state            # the executor ends: machines freed before the server hears
+                state = job.state = payload[1]   # the executor ends: machines freed before the server hears
+                job.return_code = -1 if state == WALLTIME else 0 if state == SUCCESS else job.prof.ret
                 job.runtime = t - job.start
                 self.machines.end(job.intervals, t)
                 q.append((M_DONE, job, None))
+                if payload[2]:                # a parallel task with a walltime: the other action ends too
+                    self.timers.cancel_job(job)
             elif kind == T_SUB:
                 payload.current = t
-                self._submitter_collect(payload)
+                self._submitter_collect(payload, first=True)
             elif kind == T_CALL:
                 q.append((M_WAITED, None, None))
-            else:                            # T_RR
-                if self.rr_i < len(self.rr):
-                    d = self.rr[self.rr_i]
-                    self.rr_i += 1
-                    q.append((M_DECISION, d, None))
-                else:
-                    q.append((M_READY, None, None))
+            elif self.rr_i < len(self.rr):    # T_RR
+                d = self.rr[self.rr_i]
+                self.rr_i += 1
+                q.append((M_DECISION, d, None))
+            else:
+                q.append((M_READY, None, None))
 
     # ------------------------------------------------------------------ submitters
-    def _submitter_collect(self, s: _Submitter) -> None:
-        """A submitter runs (after HELLO or a sleep): it posts what is due (subtime <= now), else
-        sleeps until its next date, else says BYE (job_submitter.cpp / event_submitter.cpp)."""
+    def _submitter_collect(self, s: _Submitter, first: bool) -> None:
+        """A submitter runs (after HELLO, or woken by its sleep: ``first``, the item it slept for is
+        taken whatever the clock says): it posts what is due (date <= its current date), else sleeps
+        until its next date, else says BYE (job_submitter.cpp / event_submitter.cpp)."""
         times, i, n, now = s.times, s.i, len(s.times), s.current
-        j = i
+        j = i + 1 if first and i < n else i
         while j < n and times[j] <= now:
             j += 1
         if j > i:
             s.i = j
             self.queue.append((M_BATCH, s, s.items[i:j]))
         elif i < n:
-            self._sleep(self.clock + (times[i] - now), T_SUB, s)
+            self._sleep(times[i] - now, T_SUB, s)
         else:
             self.queue.append((M_BYE, s, None))
 
     def _submitter_after_put(self, s: _Submitter) -> None:
         if s.i < len(s.times):
-            self._sleep(self.clock + (s.times[s.i] - s.current), T_SUB, s)
+            self._sleep(s.times[s.i] - s.current, T_SUB, s)
         else:
             self.queue.append((M_BYE, s, None))
 
@@ -373,12 +433,6 @@ class Simulator(DecisionsMixin):
                 self._external_event(ev)
 
     # ------------------------------------------------------------------ happenings
-    def _job_completed(self, job: Job) -> None:
-        self.nb_running -= 1
-        self.nb_completed += 1
-        self.out.append((E_COMPLETED, self.clock, job))
-        self._record(job)
-
     def _killing_done(self, killed: tuple) -> None:
         """Batsim's server_on_killing_done: JOB_COMPLETED for the jobs really killed, then JOB_KILLED."""
         asked, progress, really = killed
@@ -394,15 +448,17 @@ class Simulator(DecisionsMixin):
     def _record(self, job: Job) -> None:
         """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent."""
         self.tracer.write_job(job)
-        self.to_delete.append(job)
+        if self.gc:
+            self.to_delete.append(job)
         if self.on_progress is not None and self.tracer.nb_jobs % 1024 == 0:
             self.on_progress(self.tracer.nb_jobs, self.nb_static)
 
     def _delete_finished_jobs(self) -> None:
+        """Profile garbage collection (Batsim >= 4.0); only dynamic registrations can observe it."""
         if not self.to_delete:
             return
-        if not (self.config.enable_dynamic_jobs and self.config.enable_profile_reuse):
-            for job in self.to_delete:   # profile garbage collection (Batsim >= 4.0)
+        if self.config.enable_dynamic_jobs and not self.config.enable_profile_reuse:
+            for job in self.to_delete:
                 wl = self.workloads[job.workload]
                 if wl.profiles.pop(job.profile, None) is not None:
                     self.gc_profiles.setdefault(job.workload, set()).add(job.profile)
@@ -464,7 +520,7 @@ class Simulator(DecisionsMixin):
             if j.state in states:
                 states[j.state] += 1
         counts = {"submitted": self.nb_submitted, **{s.lower(): n for s, n in states.items()}}
-        schedule = t.schedule_values(nb_machines=len(self.machines), machine_time=self.machines.time,
+        schedule = t.schedule_values(nb_machines=len(self.machines), machine_time=self.machines.time_in_states(),
                                      version=BATSIM_VERSION, scheduling_time=self.scheduling_time,
                                      simulation_time=wall)
         jobs_csv = schedule_csv = None

@@ -58,12 +58,20 @@ def _wire(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _needs_rounding(value: Any) -> bool:
-    if isinstance(value, float):
-        return not value.is_integer() and r6(value) != value
-    if isinstance(value, dict):
-        return any(_needs_rounding(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_needs_rounding(v) for v in value)
+    t = type(value)
+    if t is float:
+        return not value.is_integer() and float(f"{value:f}") != value
+    if t is dict:
+        for v in value.values():
+            tv = type(v)
+            if (tv is float and not v.is_integer()) or tv is dict or tv is list:
+                if _needs_rounding(v):
+                    return True
+        return False
+    if t is list:
+        for v in value:
+            if _needs_rounding(v):
+                return True
     return False
 
 
@@ -102,7 +110,7 @@ class Job:
 
     __slots__ = ("id", "workload", "name", "subtime", "walltime", "submit_time", "requested_resources",
                  "requested_time", "prof", "profile", "json_dict", "state", "start", "runtime", "intervals",
-                 "return_code", "metadata", "kill_requested", "end_seq", "job_state", "allocation", "finish_time",
+                 "return_code", "metadata", "kill_requested", "job_state", "allocation", "finish_time",
                  "progress")
 
     def __init__(self, id: str, workload: str, name: str, subtime: float, requested_resources: int,
@@ -125,7 +133,6 @@ class Job:
         self.return_code = 0
         self.metadata = ""
         self.kill_requested = False
-        self.end_seq = 0                        # handle of the pending completion, 0 when none
         self.job_state: Any = None              # pybatsim's Job.State, kept by the direct driver
         self.allocation: Any = None             # set by the scheduler (ProcSet)
         self.finish_time: float | None = None

@@ -1,0 +1,124 @@
+"""Time as SimGrid 3.32 advances it under Batsim (host model ``ptask_L07``, full update).
+
+Every actor's sleep is an action with a remaining duration.  A simulation step lasts as long as
+the smallest remaining duration; the clock adds it, every action subtracts it, and each action whose
+remainder falls below the precision (``sg_surf_precision``, 1e-9 s) ends in that step; actions ending
+in the same step end in creation order.  A parallel task (``parallel_homogeneous*`` profiles) is an
+action whose remaining work (1 at its start) decreases at rate speed / flops per host; it ends when
+the work falls below 1e-14 (``maxmin/precision`` x ``surf/precision``).  A message to Batsim's server
+is a 1-byte communication: on a platform without links it takes no time, on one with links it takes
+1 / bandwidth (1e-15 s on 1000TBps links) and is a step of its own.
+
+:class:`ExactTimers` is the fast path: a heap of absolute dates.  It is exact while every duration is
+an integer and messages take no time, because then no subtraction or addition ever rounds.
+:class:`SimGridTimers` replays SimGrid's floating-point steps (the remainders of every sleeping action,
+creation order, the precision), so that real Batsim's clock drift is reproduced: e.g. a submitter that
+wakes up one ulp before its date submits its first job alone.  The engine switches from the first to
+the second as soon as a duration is not an integer or messages take time.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+PRECISION = 1e-9        # SimGrid 3.32's sg_surf_precision
+WORK_PRECISION = 1e-14  # sg_maxmin_precision * sg_surf_precision: remaining work below it is done
+
+
+def _seq_of(entry: Any) -> int:
+    return entry[1]
+
+
+class ExactTimers:
+    """Sleeps as a heap of (date, creation sequence, kind, payload)."""
+
+    exact = True
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[float, int, int, Any]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.heap)
+
+    def add(self, clock: float, duration: float, seq: int, kind: int, payload: Any, rate: float = 0.0) -> None:
+        heapq.heappush(self.heap, (clock + duration, seq, kind, payload))
+
+    def next_step(self, clock: float) -> tuple[float, list[tuple[float, int, int, Any]]]:
+        """(date of the next step, the sleeps ending then in creation order)."""
+        heap = self.heap
+        t = heap[0][0]
+        if t < clock:
+            t = clock
+        due = [heapq.heappop(heap)]
+        while heap and heap[0][0] - t < PRECISION:
+            due.append(heapq.heappop(heap))
+        if len(due) > 1 and due[-1][0] != due[0][0]:
+            due.sort(key=_seq_of)
+        return t, due
+
+    def cancel_job(self, job: Any) -> None:
+        """Nothing to do: a cancelled sleep is skipped when it ends (the engine checks its job)."""
+
+    def to_simgrid(self, clock: float) -> SimGridTimers:
+        out = SimGridTimers()
+        for d, seq, kind, payload in sorted(self.heap, key=_seq_of):
+            out.add(clock, d - clock, seq, kind, payload)
+        return out
+
+
+
+class SimGridTimers:
+    """Sleeps as SimGrid's started actions: remainders in creation order, updated at every step."""
+
+    exact = False
+
+    def __init__(self) -> None:
+        self.live: list[list[Any]] = []      # [remaining, seq, kind, payload], creation order
+        self.tiny = False                    # some remainder is below the precision (ends at any step)
+
+    def __bool__(self) -> bool:
+        return bool(self.live)
+
+    def add(self, clock: float, duration: float, seq: int, kind: int, payload: Any, rate: float = 0.0) -> None:
+        """A sleep of ``duration`` seconds, or (``rate`` > 0) a parallel task of work 1 at that rate."""
+        if rate:
+            self.live.append([1.0, seq, kind, payload, rate])
+        else:
+            self.live.append([duration, seq, kind, payload, 0.0])
+            if duration < PRECISION:
+                self.tiny = True
+
+    def _step(self, dt: float) -> list[list[Any]]:
+        keep, due = [], []
+        for entry in self.live:
+            rate = entry[4]
+            if rate:                            # a parallel task: its work decreases at its rate
+                r = entry[0] - rate * dt
+                done = r < WORK_PRECISION
+            else:                               # double_update: below the precision is 0, the action ends
+                r = entry[0] - dt
+                done = r < PRECISION
+            if done:
+                due.append(entry)
+            else:
+                entry[0] = r
+                keep.append(entry)
+        self.live = keep
+        self.tiny = False
+        return due
+
+    def next_step(self, clock: float) -> tuple[float, list[list[Any]]]:
+        dt = min(e[0] / e[4] if e[4] else e[0] for e in self.live)
+        return clock + dt, self._step(dt)
+
+    def message_step(self, clock: float, delta: float) -> tuple[float, list[list[Any]]]:
+        """A message to the server completes: a step of ``delta`` seconds (0 without links)."""
+        if not delta:
+            return (clock, self._step(0.0)) if self.tiny else (clock, [])
+        return clock + delta, self._step(delta)
+
+    def cancel_job(self, job: Any) -> None:
+        """The actions of a job's executor (killed, or its walltime or its task ended) leave the
+        started actions."""
+        self.live = [e for e in self.live if not (isinstance(e[3], tuple) and e[3][0] is job)]
