@@ -29,7 +29,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from batfeed.schedulers.base import BatfeedScheduler, procset_intervals
+from batfeed.schedulers.base import BatfeedScheduler, make_procset, procset_intervals
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.policies import POLICIES
 from batfeed.schedulers.profile import Profile
@@ -122,6 +122,7 @@ class BackfillScheduler(BatfeedScheduler):
         self._ended = False          # a job ended / machines changed since the last decision
         self._registration_done = False
         self._calls: set[float] = set()
+        self._resubmit_mode = self.opts["on_machine_down"] == "kill-resubmit"
 
     # ---------------------------------------------------------------- options
     @classmethod
@@ -151,13 +152,19 @@ class BackfillScheduler(BatfeedScheduler):
     # ---------------------------------------------------------------- decisions
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         """Start entry ``e`` now on ``ivs`` (already out of the free set); the caller removes it from the queue."""
-        self.start(e.job, ivs)
-        self.profile.add(e.id, now + e.p, ivs, count(ivs))
+        job = e.job
+        job.allocation = make_procset(ivs)
+        self.running[e.id] = ivs
+        self._to_start.append(job)
+        self.profile.add(e.id, now + e.p, ivs, e.q)     # an allocation has exactly q machines
 
     def allocate(self, e: Entry, now: float, exclude: Intervals = ()) -> Intervals | None:
         """Take the lowest free machines for ``e`` outside ``exclude`` and the windows its span overlaps."""
-        if e.q > self.free.count:
+        free = self.free
+        if e.q > free.count:
             return None
+        if not exclude and not self.profile.windows:
+            return free.take_lowest(e.q)
         excl = self.profile.blocked(now, now + e.p) if self.profile.windows else []
         if exclude:
             excl = union(excl, list(exclude))
@@ -180,9 +187,13 @@ class BackfillScheduler(BatfeedScheduler):
         self._changed = True
 
     def onJobCompletion(self, job: Job) -> None:
-        super().onJobCompletion(job)
-        self.profile.remove(job.id)
-        self._killing.discard(job.id)
+        jid = job.id
+        ivs = self.running.pop(jid, None)
+        if ivs is not None:
+            self.free.release(subtract(ivs, self.unavailable) if self.unavailable else ivs)
+        self.profile.remove(jid)
+        if self._killing:
+            self._killing.discard(jid)
         self._changed = self._ended = True
 
     def onNotifyEventMachineUnavailable(self, machines: ProcSet) -> None:
@@ -239,17 +250,18 @@ class BackfillScheduler(BatfeedScheduler):
         self._changed = True
 
     def onNoMoreEvents(self) -> None:
-        if self._changed and len(self.wq):
+        if self._changed and self.wq.n:
             self.schedule()
         self._changed = False
-        self.flush()
-        if self.profile.windows and len(self.wq):       # wake up when a window ends (no event then)
+        if self._to_start or self._to_reject:
+            self.flush()
+        if self.profile.windows and self.wq.n:       # wake up when a window ends (no event then)
             now = self.bs.time()
             nxt = min((w.end for w in self.profile.windows if now < w.end < float("inf")), default=None)
             if nxt is not None and nxt not in self._calls:
                 self._calls.add(nxt)
                 self.bs.wake_me_up_at(nxt)
-        if (self.opts["on_machine_down"] == "kill-resubmit" and not self._registration_done
+        if (self._resubmit_mode and not self._registration_done
                 and self.bs.dynamic_job_registration_enabled and self.bs.no_more_static_jobs
                 and (self.bs.no_more_external_events or not (self.running or len(self.wq)))):
             self.bs.notify_registration_finished()

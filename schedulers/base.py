@@ -26,16 +26,22 @@ def procset_intervals(ps: ProcSet) -> Intervals:
 
 def make_procset(ivs: Intervals) -> ProcSet:
     """ProcSet of sorted, disjoint, non-adjacent intervals, without ProcSet's generic merge."""
-    for (_, b), (c, _) in zip(ivs, ivs[1:], strict=False):
-        if c <= b + 1:
+    # procset 1.x internals (pinned <2): the bounds are valid ints, skip __init__ and ProcInt's checks
+    ps = _new_procset(ProcSet)
+    if len(ivs) == 1:
+        ps._itvs = [_new_tuple(ProcInt, ivs[0])]
+        return ps
+    prev = -2
+    for a, b in ivs:
+        if a <= prev + 1:
             return ProcSet(*ivs)
-    ps = ProcSet()
-    # procset 1.x internal list (pinned <2); the bounds are valid ints, skip ProcInt's checks
+        prev = b
     ps._itvs = [_new_tuple(ProcInt, iv) for iv in ivs]
     return ps
 
 
 _new_tuple = tuple.__new__
+_new_procset = ProcSet.__new__
 
 
 class BatfeedScheduler(BatsimScheduler):

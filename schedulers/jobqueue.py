@@ -123,9 +123,9 @@ class QueueIndex:
     # ------------------------------------------------------------------ updates
     def add(self, key: Any, e: Entry) -> None:
         self.n += 1
-        if not self.keys:
+        if not self.keys:      # one block: the tree is its root (size 1, leaf at index 1)
             self.keys, self.ents, self.qs, self.ps, self.maxes = [[key]], [[e]], [[e.q]], [[e.p]], [key]
-            self._build_tree()
+            self.size, self.tq, self.tp = 1, [BIG, e.q], [INF, e.p]
             return
         b = bisect_left(self.maxes, key)
         if b == len(self.maxes):
@@ -158,6 +158,10 @@ class QueueIndex:
         q, p = self.qs[b].pop(i), self.ps[b].pop(i)
         self.n -= 1
         if not keys:
+            if self.n == 0:    # the last entry: back to the empty index
+                self.keys, self.ents, self.qs, self.ps, self.maxes = [], [], [], [], []
+                self.size, self.tq, self.tp = 1, [BIG, BIG], [INF, INF]
+                return
             for lists in (self.keys, self.ents, self.qs, self.ps, self.maxes):
                 del lists[b]
             self._build_tree()
@@ -241,9 +245,10 @@ class WaitQueue:
         self.seq = 0
         self.new: list[Entry] = []                     # submitted since the scheduler last cleared it
         self.dynamic = self.P.dynamic or (self.B is not None and self.B.dynamic)
+        self.n = 0                                     # waiting jobs
 
     def __len__(self) -> int:
-        return len(self.main) + len(self.starved)
+        return self.n
 
     def push(self, job: Any, now: float) -> Entry:
         e = Entry(job, self.seq)
@@ -256,6 +261,7 @@ class WaitQueue:
         if self.theta is not None:
             heapq.heappush(self._arrivals, (e.r, e.seq, e))
         self.new.append(e)
+        self.n += 1
         return e
 
     def remove(self, e: Entry) -> None:
@@ -265,6 +271,9 @@ class WaitQueue:
             self.main.remove(e.kp)
             if self.main_b is not None:
                 self.main_b.remove(e.kb)
+        else:
+            return
+        self.n -= 1
         e.where = -1
 
     def refresh(self, now: float) -> bool:

@@ -25,6 +25,11 @@ class FreeMachines:
     def take_lowest(self, n: int) -> Intervals:
         """Remove and return the ``n`` lowest-numbered free machines (caller checks ``n <= count``)."""
         starts, ends = self.starts, self.ends
+        self.count -= n
+        a, b = starts[0], ends[0]
+        if b - a + 1 > n:                # the common case: inside the first free interval
+            starts[0] = a + n
+            return [(a, a + n - 1)]
         out: Intervals = []
         i = 0
         while n > 0:
@@ -39,7 +44,6 @@ class FreeMachines:
                 starts[i] = a + n
                 n = 0
         del starts[:i], ends[:i]
-        self.count -= sum(b - a + 1 for a, b in out)
         return out
 
     def take_lowest_outside(self, n: int, excluded: Intervals) -> Intervals | None:
@@ -55,21 +59,25 @@ class FreeMachines:
     def release(self, ivs: Intervals) -> None:
         """Add machines back (they must not be free already)."""
         starts, ends = self.starts, self.ends
+        n = len(starts)
+        added = 0
         for a, b in ivs:
             i = bisect_right(starts, a)
-            merge_left = i > 0 and ends[i - 1] == a - 1
-            merge_right = i < len(starts) and starts[i] == b + 1
-            if merge_left and merge_right:
-                ends[i - 1] = ends[i]
-                del starts[i], ends[i]
-            elif merge_left:
-                ends[i - 1] = b
-            elif merge_right:
+            added += b - a + 1
+            if i and ends[i - 1] == a - 1:             # merges with the interval before
+                if i < n and starts[i] == b + 1:      # and the one after
+                    ends[i - 1] = ends[i]
+                    del starts[i], ends[i]
+                    n -= 1
+                else:
+                    ends[i - 1] = b
+            elif i < n and starts[i] == b + 1:
                 starts[i] = a
             else:
                 starts.insert(i, a)
                 ends.insert(i, b)
-            self.count += b - a + 1
+                n += 1
+        self.count += added
 
     def remove(self, ivs: Intervals) -> Intervals:
         """Remove whatever part of ``ivs`` is free; return what was removed."""
