@@ -24,8 +24,9 @@ running jobs without walltime hold what the head needs, the shadow is inf and ev
 may start.  Shortcuts that change no decision (tests/test_backfill_properties.py compares with a
 naive transcription of the pseudo-code): no pass when no machine is free (nothing could start);
 the backfill pass jumps over the waiting jobs that cannot qualify (``QueueIndex.scan``) instead of
-examining all of them; and when nothing changed since a pass that started nothing (same running
-jobs, free machines and head), only the jobs submitted since are tried.
+examining all of them, and is skipped when no waiting job fits in the free machines; and when
+nothing changed since a pass that started nothing (same running jobs, free machines and head), only
+the jobs submitted since are tried.
 
 ``reservation: "machines"`` reproduces batsched's ``easy_bf`` (src/algo/easy_bf.cpp with
 src/schedule.cpp's first-fit time slices and the basic resource selector):
@@ -142,6 +143,12 @@ class Easy(BackfillScheduler):
     # ---------------------------------------------------------------- count mode (models.md §A)
     def _backfill_count(self, now: float, head: Entry, new: list[Entry], idle: bool) -> None:
         free = self.free.count
+        wq = self.wq
+        if not self.trace_reservations and min(wq.main.tq[1], wq.starved.tq[1]) > free:
+            # no waiting job fits in the free machines (the index roots hold the smallest q): nothing
+            # can start whatever the shadow, so it is not computed (exact shortcut)
+            self._idle = None
+            return
         sig = (self.profile.version, free, head)
         if idle and sig == self._idle[:3] and not self.profile.windows:
             # Nothing changed since a decision that started nothing: the other waiting jobs failed

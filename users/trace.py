@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batfeed.engine.workload import load_workload
+from batfeed.engine.workload import Workload, load_workload
 from batfeed.errors import InputError
 
 
@@ -75,7 +75,11 @@ def load_trace(path: str | Path) -> Trace:
 
 
 def _load_json(path: Path, shown: str) -> Trace:
-    wl = load_workload(path, "w0")
+    return trace_from_workload(load_workload(path, "w0"), shown)
+
+
+def trace_from_workload(wl: Workload, shown: str = "(in memory)") -> Trace:
+    """The recorded trace of a loaded (or in-memory, :mod:`batfeed.api`) Batsim workload."""
     jobs = sorted(wl.jobs, key=lambda j: (j.subtime, j.id))
     out = []
     for i, j in enumerate(jobs):

@@ -188,7 +188,8 @@ class DirectBatsim:
             ps = job.allocation
             if ps is None:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: the job has no allocation")
-            ivs = list(ps._itvs)        # procset 1.x: sorted, disjoint, merged (inf, sup) tuples
+            # procset 1.x: sorted, disjoint, merged ProcInts, as plain tuples (ProcInt unpacks slowly)
+            ivs = [(iv[0], iv[1]) for iv in ps._itvs]
             if not ivs:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: alloc '' is not a non-empty interval set")
             n = 0
@@ -344,7 +345,9 @@ class DirectDriver:
         return bs._current_time, out
 
     def close(self) -> None:
-        pass
+        if self.bs is not None:       # the facade outlives the run (scheduler.bs) but not its engine
+            self.bs._sim = None
+            self.bs._events_to_send = []
 
 
 def rejected_job_id(decision: Any) -> str | None:

@@ -56,13 +56,14 @@ def _load_file(path: str | Path, nb_machines: int, forward_unknown: bool) -> lis
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        ev = _parse_line(line, str(path), lineno, nb_machines, forward_unknown)
+        ev = parse_event(line, str(path), lineno, nb_machines, forward_unknown)
         keyed.append((ev.timestamp, _RANK.get(ev.type, 2), len(keyed), ev))
     keyed.sort(key=lambda k: k[:3])
     return [k[3] for k in keyed]
 
 
-def _parse_line(line: str, path: str, lineno: int, nb_machines: int, forward_unknown: bool) -> ExternalEvent:
+def parse_event(line: str, path: str, lineno: int, nb_machines: int, forward_unknown: bool) -> ExternalEvent:
+    """One event (a JSON text) of ``path``, checked like Batsim checks it."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as err:

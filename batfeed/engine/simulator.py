@@ -28,6 +28,7 @@ Decisions are validated and applied by :class:`~batfeed.engine.protocol.Decision
 
 from __future__ import annotations
 
+import gc
 import time
 from collections import deque
 from collections.abc import Callable
@@ -186,6 +187,11 @@ class Simulator(DecisionsMixin):
         self.driver = driver
         wall0 = time.perf_counter()
         q = self.queue
+        # The loaded jobs and platform are long-lived and what a run allocates is freed by reference
+        # counting: exempt the former from the cyclic GC and let it run rarely (-20 % run time).
+        thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(100_000, 50, 100)
         try:
             for s in self.subs:                  # every submitter says hello, then the server starts
                 q.append((M_HELLO, s, None))
@@ -230,9 +236,16 @@ class Simulator(DecisionsMixin):
                 if sent:
                     self._rr_step()
         finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
             driver.close()
+            # no reference cycle outlives the run (decisions hold bound methods of this object), so
+            # memory goes back at once when a caller drops the result (many runs per process)
+            self.rr, self.deferred, self.killing, self.kd_wait = [], [], [], []
         self._check_accounting()
-        return self._result(export_prefix, time.perf_counter() - wall0)
+        result = self._result(export_prefix, time.perf_counter() - wall0)
+        self.driver = None
+        return result
 
     def _other(self, kind: int, a: Any) -> bool:
         """The rarer server messages: HELLO, BYE, WAITING_DONE, KILLING_DONE, SCHED_READY."""
