@@ -1,5 +1,5 @@
-"""What every trace adapter shares: opening (plain/gzip/xz) files, the internal job record, the
-cleaning rules and options, and writing the Batsim workload.
+"""What every trace adapter shares: opening (plain/gzip/xz) files, the internal job record and the
+conversion options (the cleaning rules themselves are in :mod:`batfeed.adapters.cleaning`).
 
 Reference: trace-formats.md (introduction and §1 "Conversion rules"); batsim-protocol.md §8 for
 the workload JSON (integer ``res``, ``walltime`` -1 or > 0, ``delay`` > 0, safe integer ids).
@@ -12,17 +12,15 @@ import lzma
 import math
 import re
 import zlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from batfeed.adapters.report import Tally
-
 from batfeed.errors import InputError
 
-__all__ = ["BadRecord", "ConvertOptions", "Cleaned", "TraceJob", "clean_jobs", "fmt_number", "job_res",
-           "is_int_text", "open_text", "parse_duration", "read_lines", "trace_stem"]
+__all__ = ["BadRecord", "ConvertOptions", "TraceJob", "fmt_number", "is_int_text", "open_text", "parse_duration",
+           "read_lines", "trace_stem"]
 
 UNITS = ("procs", "nodes")
 PROFILE_MODES = ("runtime", "job")
@@ -212,165 +210,3 @@ def _fallback_spec(spec: str) -> tuple[str, float]:
     except ValueError:
         pass
     raise ValueError(f"walltime_fallback must be none, runtime, <k>x, max, queue or seconds > 0, not {spec!r}")
-
-
-def job_res(job: TraceJob, opts: ConvertOptions) -> int:
-    """Batsim ``res`` of a record (before ``size_scale``): processors or nodes; <= 0 if unknown."""
-    if opts.unit == "procs":
-        return job.procs
-    if job.nodes > 0:
-        return job.nodes
-    if job.procs > 0:
-        return -(-job.procs // (opts.procs_per_node or 1))
-    return -1
-
-
-def scale_size(n: int, opts: ConvertOptions) -> int:
-    return max(1, math.ceil(n * opts.size_scale - 1e-9)) if n > 0 and opts.size_scale != 1 else n
-
-
-@dataclass
-class Cleaned:
-    """Result of :func:`clean_jobs`: Batsim jobs and profiles, the time origin, the tally."""
-
-    jobs: list[dict[str, Any]]
-    profiles: dict[str, dict[str, Any]]
-    origin: float
-    tally: Tally
-
-
-def _drop_reason(job: TraceJob, res: int, size: int, seen: dict[Any, int | None], opts: ConvertOptions,
-                 no_res_message: Callable[[Any], str] | None) -> tuple[str, str] | None:
-    what = "processors" if opts.unit == "procs" else "nodes"
-    if not job.ran:
-        return "never_started", f"never started (status {job.status})"
-    if not math.isfinite(job.submit):
-        return "bad_submit_time", f"submit time {job.submit} is not a finite number"
-    if res <= 0:
-        message = no_res_message(job.raw) if no_res_message else f"no {what} (procs {job.procs}, nodes {job.nodes})"
-        return f"no_{what}", message
-    if res > size:
-        return "larger_than_machine", f"needs {res} {what}, more than the platform's {size}"
-    if job.run < 0 or not math.isfinite(job.run):
-        return "negative_runtime", f"negative or unknown run time {fmt_number(job.run)}"
-    if job.id in seen:
-        return "duplicate_id", f"duplicate job id (first kept on line {seen[job.id]})"
-    return None
-
-
-def _filter_reason(job: TraceJob, opts: ConvertOptions, statuses: set[str] | None,
-                   users: set[str] | None) -> str | None:
-    if statuses is not None and str(job.status).lower() not in statuses:
-        return "filtered_status"
-    if users is not None and str(job.user) not in users:
-        return "filtered_user"
-    lo, hi = opts.window
-    if (lo is not None and job.submit < lo) or (hi is not None and job.submit >= hi):
-        return "outside_window"
-    return None
-
-
-def clean_jobs(items: list[TraceJob | BadRecord], size: int, opts: ConvertOptions, *, strict: bool = False,
-               extra_drop: Callable[[Any, int], tuple[str, str] | None] | None = None,
-               no_res_message: Callable[[Any], str] | None = None, tally: Tally | None = None,
-               sort: bool = False) -> Cleaned:
-    """Apply the cleaning rules to every record: drop (with a reason), repair or keep it.
-
-    Order: corrupt records, filters, never started, no resources, larger than the machine,
-    negative run time, duplicate id, ``extra_drop``, zero run time, missing request, run ≥ request,
-    ``max_jobs``.  ``strict`` raises :class:`InputError` (file:line: job: reason) on the first record
-    dropped for a non-benign reason.  Ids: the original integer ids when all are integers and
-    unique, else 1..N in file order (the original id is kept in ``original_id``).  ``sort``: process
-    the jobs in submit order (stable; unparsable records first) instead of file order.
-    """
-    tally = tally or Tally()
-    if sort:
-        items = [i for i in items if isinstance(i, BadRecord)] + sorted(
-            (i for i in items if isinstance(i, TraceJob)), key=lambda j: j.submit)
-    kind, factor = _fallback_spec(opts.walltime_fallback)
-    longest: dict[Any, float] = {}
-    if kind in ("max", "queue"):
-        for it in items:
-            if isinstance(it, TraceJob) and it.walltime > 0 and math.isfinite(it.walltime):
-                longest[None] = max(longest.get(None, 0.0), it.walltime)
-                longest[it.queue] = max(longest.get(it.queue, 0.0), it.walltime)
-    statuses = None if opts.statuses is None else {str(x).lower() for x in opts.statuses}
-    users = None if opts.users is None else {str(u) for u in opts.users}
-    filtering = statuses is not None or users is not None or opts.window != (None, None)
-    kept: list[tuple[TraceJob, int, float, float]] = []
-    seen: dict[Any, int | None] = {}
-    for it in items:
-        if isinstance(it, BadRecord):
-            if strict:
-                raise it
-            tally.drop("corrupt_line", it.line, it.job, it.path)
-            continue
-        reason = it.skip or (_filter_reason(it, opts, statuses, users) if filtering else None)
-        if reason:
-            tally.drop(reason, it.line, it.id, it.path)
-            continue
-        res = scale_size(job_res(it, opts), opts)
-        found = _drop_reason(it, res, size, seen, opts, no_res_message) or (extra_drop and extra_drop(it.raw, size))
-        if found:
-            reason, message = found
-            if strict and reason not in BENIGN:
-                raise InputError(f"job {it.id}: {message}", it.path, it.line)
-            tally.drop(reason, it.line, it.id, it.path)
-            continue
-        delay = it.run
-        if delay == 0:
-            if opts.zero_runtime == "drop":
-                tally.drop("zero_runtime", it.line, it.id, it.path)
-                continue
-            delay = 1.0
-            tally.modify("zero_runtime_set_to_1s")
-        walltime = it.walltime if it.walltime > 0 and math.isfinite(it.walltime) else -1.0
-        if walltime < 0:
-            tally.modify("missing_request")
-            walltime = {"none": -1.0, "runtime": delay, "factor": factor * delay, "seconds": factor,
-                        "max": longest.get(None, -1.0), "queue": longest.get(it.queue, longest.get(None, -1.0))
-                        }[kind]
-        if walltime > 0 and delay >= walltime:
-            if opts.over_request == "drop" and delay > walltime:
-                tally.drop("runtime_over_request", it.line, it.id, it.path)
-                continue
-            if opts.over_request == "cap" and delay > walltime:
-                delay = walltime
-                tally.modify("runtime_capped_at_request")
-            elif opts.over_request == "raise":
-                walltime = math.floor(delay) + 1.0
-                tally.modify("request_raised_above_runtime")
-            else:
-                tally.warn("runtime_reaches_request")
-        if kept and it.submit < kept[-1][0].submit:
-            tally.warn("submit_not_sorted")
-        if opts.max_jobs is not None and len(kept) >= opts.max_jobs:
-            tally.drop("beyond_max_jobs", it.line, it.id, it.path)
-            continue
-        seen[it.id] = it.line
-        kept.append((it, res, delay / opts.speed, walltime / opts.speed if walltime > 0 else -1.0))
-    return _to_batsim(kept, opts, tally)
-
-
-def _to_batsim(kept: list[tuple[TraceJob, int, float, float]], opts: ConvertOptions, tally: Tally) -> Cleaned:
-    origin = opts.origin if opts.origin is not None else min((j.submit for j, *_ in kept), default=0.0)
-    ints = [int(j.id) if isinstance(j.id, int) or (isinstance(j.id, str) and is_int_text(j.id)) else None
-            for j, *_ in kept]
-    renumber = None in ints or len(set(ints)) != len(ints)
-    if renumber and kept:
-        tally.warn("ids_renumbered", len(kept))
-    jobs: list[dict[str, Any]] = []
-    profiles: dict[str, dict[str, Any]] = {}
-    for n, (job, res, delay, walltime) in enumerate(kept, start=1):
-        jid = n if renumber else ints[n - 1]
-        pname = f"p{jid}" if opts.profiles == "job" else f"d{fmt_number(delay)}"
-        profiles.setdefault(pname, {"type": "delay", "delay": float(delay)})
-        entry: dict[str, Any] = {"id": jid, "subtime": job.submit - origin, "res": res,
-                                 "walltime": walltime if walltime > 0 else -1, "profile": pname}
-        if job.id != jid:  # a text id, or renumbered
-            entry["original_id"] = str(job.id)
-        entry.update(job.meta)
-        if "original_id" in entry and entry["original_id"] == str(jid):
-            del entry["original_id"]
-        jobs.append(entry)
-    return Cleaned(jobs, profiles, origin, tally)

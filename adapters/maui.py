@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, clean_jobs, job_res, read_lines, trace_stem
+from batfeed.adapters.cleaning import clean_jobs, job_res
+from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, read_lines, trace_stem
 from batfeed.adapters.nodes import node_resource_ids, platform_size, xml_safe
 from batfeed.adapters.report import Tally, write_report
 from batfeed.adapters.workload import ConversionResult, finish_conversion, load_workload_json

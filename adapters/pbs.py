@@ -18,17 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from batfeed.adapters.common import (
-    BadRecord,
-    ConvertOptions,
-    TraceJob,
-    clean_jobs,
-    job_res,
-    parse_duration,
-    read_lines,
-    scale_size,
-    trace_stem,
-)
+from batfeed.adapters.cleaning import clean_jobs, job_res, scale_size
+from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, parse_duration, read_lines, trace_stem
 from batfeed.adapters.nodes import nodes_from_jobs, platform_size, xml_safe
 from batfeed.adapters.report import Tally
 from batfeed.adapters.workload import ConversionResult, finish_conversion

@@ -13,16 +13,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from batfeed.adapters.cleaning import clean_jobs, job_res, scale_size
 from batfeed.adapters.common import (
     BadRecord,
     ConvertOptions,
     TraceJob,
-    clean_jobs,
     is_int_text,
-    job_res,
     parse_duration,
     read_lines,
-    scale_size,
     trace_stem,
 )
 from batfeed.adapters.nodes import expand_hostlist, nodes_from_jobs, platform_size

@@ -8,27 +8,20 @@ dropped or modified job counted under a reason); its options are :class:`Convert
 
 from __future__ import annotations
 
+import json
 import math
-import operator
+import os
 import re
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batfeed.adapters.common import (
-    BadRecord,
-    ConvertOptions,
-    TraceJob,
-    clean_jobs,
-    job_res,
-    open_text,
-    read_lines,
-    scale_size,
-    trace_stem,
-)
+from batfeed.adapters.cleaning import Cleaner, job_res, needs_request_maxima, request_maxima, scale_size
+from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, open_text, read_lines, trace_stem
 from batfeed.adapters.report import FIRST_DROPPED_MAX, format_report, write_report
-from batfeed.adapters.workload import ConversionResult, write_workload
+from batfeed.adapters.workload import ConversionResult, write_workload_lines
 
 from batfeed.errors import InputError
 
@@ -52,9 +45,8 @@ _COLUMNS: tuple[tuple[str, type], ...] = (
     ("req_mem", float), ("status", int), ("user", int), ("group", int), ("app", int),
     ("queue", int), ("partition", int), ("preceding_job", int), ("think_time", float),
 )
-_INT_COLUMNS = tuple(i for i, (_, kind) in enumerate(_COLUMNS) if kind is int)
-_int_values = operator.itemgetter(*_INT_COLUMNS)
-_LINE = re.compile(rf"{_NUMBER.pattern}(?: {_NUMBER.pattern})*")
+_isfinite = math.isfinite
+_encode = json.JSONEncoder().encode  # json.dumps with its default arguments
 _JOB_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
@@ -105,12 +97,25 @@ def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfR
                               _job_number(tokens))
         extra = tuple(tokens[NB_FIELDS:])
         tokens = tokens[:NB_FIELDS]
-    if _LINE.fullmatch(" ".join(tokens)):  # fast path: one regex for the whole line
-        nums: list = list(map(float, tokens))
-        if all(map(math.isfinite, nums)) and all(map(float.is_integer, _int_values(nums))):
-            for i in _INT_COLUMNS:
-                nums[i] = int(nums[i])
-            return SwfRecord(line, *nums, extra)
+    # Fast path.  float() accepts every token _NUMBER matches, and besides only tokens with "_"
+    # (excluded here) or spelling inf/nan (a non-finite sum sends them, like values that overflow
+    # to inf, to the checks below, which give the error).  Finite values whose sum overflows also
+    # go below, where they are accepted.
+    if "_" not in " ".join(tokens):
+        try:
+            nums = list(map(float, tokens))
+        except ValueError:
+            nums = None
+        if nums is not None and _isfinite(sum(nums)):
+            (jid, submit, wait, run, alloc, cpu, mem, req, req_time, req_mem, status, user, group, app, queue,
+             partition, preceding, think) = nums
+            if (jid.is_integer() and alloc.is_integer() and req.is_integer() and status.is_integer()
+                    and user.is_integer() and group.is_integer() and app.is_integer() and queue.is_integer()
+                    and partition.is_integer() and preceding.is_integer()):
+                return SwfRecord(line, int(jid), submit, wait, run, int(alloc), cpu, mem, int(req), req_time, req_mem,
+                                 int(status), int(user), int(group), int(app), int(queue), int(partition),
+                                 int(preceding), think, extra)
+    values: list = []
     for i, (tok, (name, kind)) in enumerate(zip(tokens, _COLUMNS, strict=True), start=1):
         if not _NUMBER.fullmatch(tok) or not math.isfinite(num := float(tok)) or (
             kind is int and not num.is_integer()
@@ -118,7 +123,8 @@ def _parse_line(tokens: list[str], path: str, line: int, extended: bool) -> SwfR
             what = "an integer" if kind is int else "a number"
             raise CorruptLine(f"corrupt line: field {i} ({name}) is not {what}: {tok!r}", path, line,
                               _job_number(tokens))
-    raise AssertionError("unreachable")
+        values.append(int(num) if kind is int else num)
+    return SwfRecord(line, *values, extra)  # the finite values overflowed the sum
 
 
 def read_swf(
@@ -205,25 +211,80 @@ def _no_procs(rec: SwfRecord) -> str:
     return f"no processors (fields 5 and 8 are {a if a == r else f'{a} and {r}'})"
 
 
-def _to_job(rec: SwfRecord, path: str) -> TraceJob:
+def _swf_meta(rec: SwfRecord) -> dict[str, Any]:
+    """Provenance copied into the Batsim job: SWF fields, Alea queue name and node spec, extra columns."""
     meta: dict[str, Any] = {"swf_submit": rec.submit, "swf_wait": rec.wait, "user": rec.user, "group": rec.group,
                             "queue": rec.queue, "partition": rec.partition, "status": rec.status,
                             "preceding_job": rec.preceding_job, "think_time": rec.think_time}
+    if rec.extra and rec.extra[0].startswith("{"):
+        if len(rec.extra) >= 2:
+            meta["queue_name"] = rec.extra[1]
+        if len(rec.extra) >= 3:
+            meta["node_spec"] = rec.extra[2]
+    elif rec.extra:
+        meta["swf_extra"] = list(rec.extra)
+    return meta
+
+
+def _to_job(rec: SwfRecord, path: str, with_meta: bool = True) -> TraceJob:
+    """The TraceJob of a record (``raw`` is the record); ``with_meta=False``: no provenance dict yet."""
     nodes = -1
     queue: Any = rec.queue
     if rec.extra and rec.extra[0].startswith("{"):  # Alea extended SWF: {cpu node ids} queue node-spec
         ids = rec.extra[0].strip("{}").split(",")
         nodes = len({i for i in ids if i})
         if len(rec.extra) >= 2:
-            queue = meta["queue_name"] = rec.extra[1]
+            queue = rec.extra[1]
         if len(rec.extra) >= 3:
-            meta["node_spec"] = rec.extra[2]
             nodes = _node_spec_count(rec.extra[2]) or nodes
-    elif rec.extra:
-        meta["swf_extra"] = list(rec.extra)
     procs = rec.req_procs if rec.req_procs > 0 else rec.alloc_procs
     return TraceJob(path, rec.line, rec.job_id, rec.submit, rec.run, procs=procs, nodes=nodes,
-                    walltime=rec.req_time, status=rec.status, user=rec.user, queue=queue, meta=meta, raw=rec)
+                    walltime=rec.req_time, status=rec.status, user=rec.user, queue=queue,
+                    meta=_swf_meta(rec) if with_meta else {}, raw=rec)
+
+
+def _ignore(err: CorruptLine) -> None:
+    pass
+
+
+class _Spool:
+    """A temporary text file next to the outputs (their directory or its nearest existing parent,
+    not a possibly memory-backed /tmp), unnamed where the system allows; one record per line."""
+
+    def __init__(self, near: Path):
+        where = next((d for d in (near, *near.absolute().parents) if d.is_dir()), None)
+        if where is not None and not os.access(where, os.W_OK | os.X_OK):
+            where = None
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n", dir=where)
+        self.write = self._file.write
+
+    def lines(self) -> Iterator[str]:
+        """The lines written, without their end."""
+        self._file.seek(0)
+        return (line[:-1] for line in self._file)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _platform_size(header: dict[str, str], nb_res: int | None, machines: str | Path | None, size_from: str,
+                   opts: ConvertOptions, largest: int, path: str) -> tuple[int, str]:
+    """Platform size (scaled) and its source: ``nb_res``, the machines file, the header, else ``largest``."""
+    size, size_src = nb_res, "argument"
+    if size is None and machines is not None:
+        clusters = read_machines(machines)
+        size_src = Path(machines).name
+        size = sum(n if opts.unit == "nodes" else n * c for _, n, c in clusters)
+    if size is None:
+        size_src = SIZE_SOURCES[size_from]
+        size = _header_int(header, size_src)
+    if size is None:
+        size_src = "max_job"
+        size = largest
+        if size <= 0:
+            msg = f"no {SIZE_SOURCES[size_from]} header and no job with processors: pass nb_res"
+            raise InputError(msg, path)
+    return scale_size(size, opts), size_src
 
 
 def convert_swf(
@@ -251,6 +312,23 @@ def convert_swf(
     ``extended`` reads extra columns (Alea: queue name and node spec).  Other keywords are
     :class:`ConvertOptions` fields (unit, procs_per_node, walltime_fallback, over_request, statuses,
     users, window, max_jobs, speed, size_scale, zero_runtime, origin).
+
+    Streamed: no record outlives its line, no job list is built.
+
+    1. Only with ``walltime_fallback`` "max"/"queue" (or ``extra_drop`` and a platform sized by its
+       largest job) the trace is read a first time for the largest request of each queue (and the
+       largest job): the trace is then read twice.
+    2. The cleaning rules (:class:`~batfeed.adapters.cleaning.Cleaner`) decide every record in file
+       order and count it in the report; each kept job's JSON line is written at once to a
+       temporary file next to the outputs, all but its ``subtime``, which needs the time origin
+       (the earliest kept submit, known at the end).
+    3. The workload is then copied from that file, each line completed with its ``subtime``.
+
+    Kept per record: one bit (kept or not); per kept job: its id, one bit for dense integer ids
+    (else a set entry, ~70 bytes); per distinct run time: one profile (~100 bytes).  With
+    ``profiles="job"`` the per-job profiles go through a temporary file too.  Disk: the temporary
+    file is about the size of the workload.  As before, a ``strict`` error is raised only after the
+    trace's read errors and the platform-size errors, and no output is written then.
     """
     opts = ConvertOptions(profiles=profiles, **options)
     opts.check()
@@ -262,51 +340,118 @@ def convert_swf(
     path = str(trace)
     open_text(trace).close()  # missing or unreadable file: error before anything else
 
-    items: list[TraceJob | BadRecord] = []
-    header, records = read_swf(trace, on_corrupt=items.append, extended=extended)
-    items.extend(_to_job(rec, path) for rec in records)
-    read = len(items)
+    cleaner: Cleaner | None = None
+    failure: InputError | None = None  # a strict error, raised only once the whole trace has been read
+    defer = True
+    from_jobs = False                  # platform sized by the largest job
+    largest = 0
 
+    def feed(item: TraceJob | BadRecord) -> bool:  # corrupt lines come here too (read_swf's on_corrupt)
+        nonlocal failure
+        if cleaner is None or failure is not None:
+            return False
+        try:
+            return cleaner.feed(item)
+        except InputError as err:
+            if not defer:
+                raise
+            failure = err
+            return False
+
+    def trace_jobs(records: Iterator[SwfRecord]) -> Iterator[TraceJob]:
+        nonlocal largest
+        for rec in records:
+            job = _to_job(rec, path, with_meta=False)
+            if from_jobs:
+                largest = max(largest, job_res(job, opts))
+            yield job
+
+    def replay() -> Iterator[TraceJob]:
+        return (_to_job(rec, path, with_meta=False)
+                for rec in read_swf(trace, on_corrupt=_ignore, extended=extended)[1])
+
+    header, records = read_swf(trace, on_corrupt=feed, extended=extended)
     if opts.unit == "nodes":
         size_from = "nodes"
         if opts.procs_per_node is None and (mp := _header_int(header, "MaxProcs")) and (
                 mn := _header_int(header, "MaxNodes")):
             opts.procs_per_node = max(1, mp // mn)
-    size, size_src = nb_res, "argument"
-    if size is None and machines is not None:
-        clusters = read_machines(machines)
-        size_src = Path(machines).name
-        size = sum(n if opts.unit == "nodes" else n * c for _, n, c in clusters)
-    if size is None:
-        size_src = SIZE_SOURCES[size_from]
-        size = _header_int(header, size_src)
-    if size is None:
-        size_src = "max_job"
-        size = max((job_res(r, opts) for r in items if isinstance(r, TraceJob)), default=0)
-        if size <= 0:
-            msg = f"no {SIZE_SOURCES[size_from]} header and no job with processors: pass nb_res"
-            raise InputError(msg, path)
-    size = scale_size(size, opts)
-
-    cleaned = clean_jobs(items, size, opts, strict=strict, extra_drop=extra_drop, no_res_message=_no_procs)
-    tally, jobs = cleaned.tally, cleaned.jobs
-    unix = _header_int(header, "UnixStartTime")
-    if unix is None and cleaned.origin > EPOCH_THRESHOLD:
-        unix = 0  # absolute epoch submit times (wagap, ALCF exports)
-    top: dict[str, Any] = {"nb_res": size, "swf_origin": cleaned.origin}
-    if unix is not None:
-        top["unix_start"] = unix + cleaned.origin
-    top["swf_header"] = header
-
+    from_jobs = nb_res is None and machines is None and _header_int(header, SIZE_SOURCES[size_from]) is None
+    longest: dict[Any, float] | None = None
+    size: int | None = None
+    size_src = "max_job"
+    if needs_request_maxima(opts) or (from_jobs and extra_drop is not None):
+        # pass 1: largest requests (and job); the trace's read errors come out here, first
+        longest = request_maxima(trace_jobs(records))
+        size, size_src = _platform_size(header, nb_res, machines, size_from, opts, largest, path)
+        from_jobs, defer = False, False
+        records = read_swf(trace, on_corrupt=feed, extended=extended)[1]
+    elif not from_jobs:
+        try:
+            size, size_src = _platform_size(header, nb_res, machines, size_from, opts, 0, path)
+        except InputError:
+            for _ in records:  # a read error of the trace comes before a bad machines file
+                pass
+            raise
+    cleaner = Cleaner(size, opts, strict=strict, extra_drop=extra_drop, no_res_message=_no_procs, longest=longest,
+                      replay=replay)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = name or trace_stem(trace)
-    workload_path = write_workload(out / f"{stem}.json", top, jobs, cleaned.profiles)
+    jobs_spool = _Spool(out)
+    profile_spool = _Spool(out) if opts.profiles == "job" else None
+    try:
+        # pass 2: the cleaning rules decide every record; each kept job's JSON goes to the spool
+        # at once, but for its subtime (the time origin is known at the end): "head \0 submit \0 tail"
+        for job in trace_jobs(records):
+            if feed(job):
+                job.meta = _swf_meta(job.raw)
+                head, tail, pname, delay = cleaner.entry_text(job, cleaner.nb_kept)
+                jobs_spool.write(f"{head}\0{job.submit!r}\0{tail}\n")
+                if profile_spool is not None:
+                    profile_spool.write(f"{pname}\t{delay!r}\n")
+        if size is None:
+            size, size_src = _platform_size(header, None, None, size_from, opts, largest, path)
+        if failure is not None:
+            raise failure
+        cleaner.finish()
+        assert not cleaner.renumber, "SWF ids are integers and kept ones unique: never renumbered"
+        origin = cleaner.origin
+
+        unix = _header_int(header, "UnixStartTime")
+        if unix is None and origin > EPOCH_THRESHOLD:
+            unix = 0  # absolute epoch submit times (wagap, ALCF exports)
+        top: dict[str, Any] = {"nb_res": size, "swf_origin": origin}
+        if unix is not None:
+            top["unix_start"] = unix + origin
+        top["swf_header"] = header
+
+        def job_lines() -> Iterator[str]:
+            for line in jobs_spool.lines():
+                head, submit, tail = line.split("\0")
+                subtime = float(submit) - origin
+                yield head + (float.__repr__(subtime) if type(subtime) is float and _isfinite(subtime)
+                              else _encode(subtime)) + tail
+
+        def profile_lines() -> Iterator[str]:
+            if profile_spool is None:
+                for pname, profile in cleaner.profiles.items():
+                    yield f"{_encode(pname)}: {_encode(profile)}"
+                return
+            for line in profile_spool.lines():
+                pname, _, delay = line.partition("\t")
+                yield f"{_encode(pname)}: {_encode({'type': 'delay', 'delay': float(delay)})}"
+
+        out.mkdir(parents=True, exist_ok=True)
+        stem = name or trace_stem(trace)
+        workload_path = write_workload_lines(out / f"{stem}.json", top, job_lines(), profile_lines())
+    finally:
+        jobs_spool.close()
+        if profile_spool is not None:
+            profile_spool.close()
     # Imported lazily: reading SWF does not need the platform generator.
     from batfeed.platforms.generate import write_homogeneous_platform
 
     platform_path = Path(write_homogeneous_platform(out / f"{stem}_platform.xml", size))
-    report = tally.report(path, read, len(jobs), nb_res=size, platform_size_from=size_src,
-                          options=opts.summary())
+    report = cleaner.tally.report(path, cleaner.read, cleaner.nb_kept, nb_res=size, platform_size_from=size_src,
+                                  options=opts.summary())
     report_path = write_report(out / f"{stem}_report.json", report)
     return ConversionResult(workload_path, platform_path, report_path, report, size)

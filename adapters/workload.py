@@ -3,17 +3,19 @@ cleaning report, under ``DIR/<stem>.json``, ``<stem>_platform.xml`` and ``<stem>
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from batfeed.adapters.common import Cleaned, ConvertOptions
+from batfeed.adapters.cleaning import Cleaned
+from batfeed.adapters.common import ConvertOptions
 from batfeed.adapters.nodes import write_node_platform
 from batfeed.adapters.report import write_report
 
-__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload"]
+__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload", "write_workload_lines"]
 
 
 @dataclass
@@ -27,18 +29,47 @@ class ConversionResult:
     nb_res: int
 
 
-def write_workload(path: Path, top: dict[str, Any], jobs: list[dict], profiles: dict[str, dict]) -> Path:
-    """Write the workload JSON with one job / profile per line (diff- and grep-friendly)."""
+def write_workload(path: Path, top: dict[str, Any], jobs: Iterable[dict], profiles: Mapping[str, dict]) -> Path:
+    """Write the workload JSON with one job / profile per line (diff- and grep-friendly).
+
+    Streamed: ``jobs`` is consumed once, job by job, before ``profiles.items()`` is asked for (so
+    both may be built while they are written, e.g. :class:`~batfeed.adapters.kept.KeptJobs`).
+    """
+    return write_workload_lines(path, top, (_encode(job) for job in jobs), _profile_lines(profiles))
+
+
+def write_workload_lines(path: Path, top: dict[str, Any], job_lines: Iterable[str],
+                         profile_lines: Iterable[str]) -> Path:
+    """:func:`write_workload` from JSON texts: each job's ``json.dumps``, each profile's
+    ``json.dumps(name): json.dumps(profile)``; both iterables are consumed once, in that order."""
     with path.open("w", encoding="utf-8") as out:
         out.write("{\n")
         for key, value in top.items():
             out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
         out.write('  "jobs": [')
-        out.write(",".join(f"\n    {json.dumps(job)}" for job in jobs))
+        _write_lines(out, iter(job_lines))
         out.write('\n  ],\n  "profiles": {')
-        out.write(",".join(f"\n    {json.dumps(n)}: {json.dumps(p)}" for n, p in profiles.items()))
+        _write_lines(out, iter(profile_lines))
         out.write("\n  }\n}\n")
     return path
+
+
+_encode = json.JSONEncoder().encode  # what json.dumps(x) does with default arguments
+_CHUNK = 1024
+
+
+def _profile_lines(profiles: Mapping[str, dict]) -> Iterator[str]:
+    for name, profile in profiles.items():  # asked for only once the jobs are written
+        yield f"{_encode(name)}: {_encode(profile)}"
+
+
+def _write_lines(out: TextIO, texts: Iterator[str]) -> None:
+    """``",".join("\\n    " + t for t in texts)`` written in chunks, never held whole."""
+    first = True
+    for chunk in iter(lambda: list(itertools.islice(texts, _CHUNK)), []):
+        body = ",\n    ".join(chunk)
+        out.write(("\n    " if first else ",\n    ") + body)
+        first = False
 
 
 def load_workload_json(path: str | Path) -> dict[str, Any]:

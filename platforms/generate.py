@@ -10,6 +10,8 @@ Regenerate the shipped files with ``python -m batfeed.platforms.generate``.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -28,8 +30,12 @@ SHIPPED = {
 
 def host_names(nb_hosts: int, prefix: str = "node_") -> list[str]:
     """Zero-padded compute host names (``node_0000``...), width max(4, digits of nb_hosts-1)."""
+    return list(_host_names(nb_hosts, prefix))
+
+
+def _host_names(nb_hosts: int, prefix: str) -> Iterator[str]:
     width = max(4, len(str(nb_hosts - 1)))
-    return [f"{prefix}{i:0{width}d}" for i in range(nb_hosts)]
+    return (f"{prefix}{i:0{width}d}" for i in range(nb_hosts))
 
 
 def _check(nb_hosts: int, cores: int, speed: str, prefix: str, master: str) -> None:
@@ -56,6 +62,12 @@ def homogeneous_platform_xml(nb_hosts: int, cores: int = 1, speed: str = "1Gf", 
     Batsim 4.2 always gives the ``--master-host`` host (default ``master_host``) the master role and
     appends it to an existing role property ("master,master"), which it then rejects.
     """
+    return "\n".join(_xml_lines(nb_hosts, cores, speed, prefix, master))
+
+
+def _xml_lines(nb_hosts: int, cores: int = 1, speed: str = "1Gf", prefix: str = "node_",
+               master: str = DEFAULT_MASTER) -> Iterator[str]:
+    """The lines of :func:`homogeneous_platform_xml` (arguments checked at once), host lines made as read."""
     _check(nb_hosts, cores, speed, prefix, master)
     spd = quoteattr(speed)
     core = f' core="{cores}"' if cores > 1 else ""
@@ -77,18 +89,23 @@ def homogeneous_platform_xml(nb_hosts: int, cores: int = 1, speed: str = "1Gf", 
         head,
     ]
     role = '<prop id="role" value="compute_node"/>'
-    lines += [f'    <host id={quoteattr(name)} speed={spd}{core} coordinates="0 0 0">{role}</host>'
-              for name in host_names(nb_hosts, prefix)]
-    lines += ["  </zone>", "</platform>", ""]
-    return "\n".join(lines)
+    hosts = (f'    <host id={quoteattr(name)} speed={spd}{core} coordinates="0 0 0">{role}</host>'
+             for name in _host_names(nb_hosts, prefix))
+    return itertools.chain(lines, hosts, ["  </zone>", "</platform>", ""])
 
 
 def write_homogeneous_platform(path: str | Path, nb_hosts: int, **kwargs) -> Path:
-    """Write :func:`homogeneous_platform_xml` to ``path`` and return it as a Path."""
+    """Write :func:`homogeneous_platform_xml` to ``path`` and return it as a Path.
+
+    Streamed in chunks of hosts: the text of a large platform is never held whole.
+    """
     path = Path(path)
-    xml = homogeneous_platform_xml(nb_hosts, **kwargs)
+    lines = _xml_lines(nb_hosts, **kwargs)
     with open(path, "w", encoding="utf-8", newline="\n") as stream:
-        stream.write(xml)
+        sep = ""
+        for chunk in iter(lambda: list(itertools.islice(lines, 4096)), []):
+            stream.write(sep + "\n".join(chunk))
+            sep = "\n"
     return path
 
 
