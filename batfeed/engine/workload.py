@@ -209,8 +209,9 @@ def split_job_id(raw: Any, workload: str, where: str) -> tuple[str, str]:
     return sid, parts[1]
 
 
-def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str) -> Job:
-    """Validate one job JSON object (static or dynamically registered)."""
+def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str, copy: bool = True) -> Job:
+    """Validate one job JSON object (static or dynamically registered); ``copy=False`` keeps ``data``
+    itself as the job's JSON (its id rewritten), which a loader that drops its own copy can afford."""
     if not isinstance(data, dict):
         raise InputError("a job is not a JSON object", where)
     if "id" not in data:
@@ -231,7 +232,7 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
         raise InputError(ctx + "'profile' must be a string", where)
     if pname not in profiles:
         raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
-    js = dict(data)
+    js = dict(data) if copy else data
     js["id"] = full_id
     if _needs_rounding(js):
         js = round_json(js)
@@ -266,7 +267,7 @@ def load_workload(path: str | Path, name: str) -> Workload:
     jobs: list[Job] = []
     seen: set[str] = set()
     for raw in data["jobs"]:
-        job = parse_job(raw, name, profiles, where)
+        job = parse_job(raw, name, profiles, where, copy=False)
         if job.id in seen:
             raise InputError(f"duplicate job id '{job.id}'", where)
         seen.add(job.id)
