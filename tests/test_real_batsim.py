@@ -1,0 +1,74 @@
+"""batfeed's schedulers behind a real Batsim 4.2.1 (over ZeroMQ) vs the embedded engine's direct driver.
+
+Needs a Batsim 4.x binary: ``$BATSIM`` or ``batsim`` on PATH; skipped with the reason otherwise (no
+Batsim binary is available in CI).  The first 3,000 jobs of KTH-SP2 on the converter's link-less
+platform, every batfeed scheduler and a user model: ``_jobs.csv`` and ``_machine_states.csv`` must be
+byte-identical (measured on this machine on the full trace too, see README "The embedded engine").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from batfeed.adapters.swf import convert_swf
+from batfeed.runner import run_simulation
+
+REPO = Path(__file__).resolve().parent.parent
+KTH = REPO / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+BATSIM = os.environ.get("BATSIM") or shutil.which("batsim")
+
+pytestmark = [pytest.mark.batsim,
+              pytest.mark.skipif(BATSIM is None, reason="needs a Batsim 4.x binary ($BATSIM or batsim on PATH)")]
+
+
+@pytest.fixture(scope="module")
+def kth(tmp_path_factory):
+    out = tmp_path_factory.mktemp("real")
+    return convert_swf(KTH, out, max_jobs=3000, name="kth3000")
+
+
+def _real(tmp: Path, platform: Path, workloads: list[Path], scheduler: str, options: dict,
+          batsim_args: tuple[str, ...] = ()) -> Path:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    sched = subprocess.Popen([sys.executable, "-P", "-m", "batfeed.cli", "schedule", scheduler, "--socket",
+                              f"tcp://127.0.0.1:{port}", "--options", json.dumps(options)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        cmd = [BATSIM, "-p", str(platform), *[a for w in workloads for a in ("-w", str(w))], "-e", str(tmp / "real"),
+               "-s", f"tcp://127.0.0.1:{port}", "--verbosity", "quiet", "--disable-schedule-tracing", *batsim_args]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+    finally:
+        sched.wait(timeout=60)
+    return tmp / "real"
+
+
+@pytest.mark.parametrize("scheduler,options", [
+    ("fcfs", {}), ("easy", {}), ("easy", {"policy": "SQF", "backfill_policy": "LPF"}),
+    ("easy", {"reservation": "machines", "theta": None}), ("conservative", {}), ("maui", {"interval": 60}),
+], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
+def test_schedulers_under_real_batsim_equal_the_direct_driver(tmp_path, kth, scheduler, options):
+    real = _real(tmp_path, kth.platform_path, [kth.workload_path], scheduler, options)
+    ours = run_simulation(kth.platform_path, [kth.workload_path], scheduler=scheduler, options=options,
+                          export=tmp_path / "engine")
+    assert ours.driver == "direct"
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
+
+
+def test_a_user_model_under_real_batsim_equals_the_direct_driver(tmp_path, kth):
+    layer = {"scheduler": "easy", "users": "a60", "trace": str(kth.workload_path)}
+    real = _real(tmp_path, kth.platform_path, [], "batfeed.users:UserModelScheduler", layer,
+                 ("--enable-dynamic-jobs",))
+    run_simulation(kth.platform_path, [kth.workload_path], scheduler="easy", users="a60", export=tmp_path / "engine")
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
