@@ -54,7 +54,7 @@ JOBS_HEADER = ("job_id,workload_name,profile,submission_time,requested_number_of
 FINAL_STATES = {"COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED", "COMPLETED_KILLED",
                 "REJECTED"}
 REFERENCE_COLUMNS = ("final_state", "starting_time", "finish_time", "allocated_resources")
-# batsim flags -> batfeed simulate flags (None: dropped); see README "Command line"
+# batsim flags -> batfeed simulate flags (None: dropped); see docs/cli.md
 SIMULATE_FLAGS = {"--enable-dynamic-jobs", "--acknowledge-dynamic-jobs", "--enable-profile-reuse",
                   "--forward-profiles-on-submission", "--forward-unknown-events"}
 SIMULATE_OPTIONS = {"-e": "--export", "--export": "--export", "--events": "--events", "--sched-cfg": "--sched-cfg",

@@ -110,7 +110,7 @@ def week_load(out: Path, trace: str, step: float, poll: bool, week: int) -> floa
 
 
 def print_tables(out: Path, traces: list[str], steps: list[float], poll: bool) -> None:
-    """The three report tables (README, issue 6): errors vs recorded, the step effect, its worst weeks."""
+    """The three report tables (docs/maui.md, issue 6): errors vs recorded, the step effect, its worst weeks."""
     print("\nError e = simulated - recorded wait, all scored jobs and contention-bound jobs only (room = the "
           "recorded schedule had room for the job during its whole wait):\n")
     print("| trace | Δ | weeks | jobs | mean e (s) | median e (s) | std e (s) | mean abs e (s) | room jobs "

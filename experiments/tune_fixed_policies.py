@@ -8,7 +8,7 @@ For each trace: convert the SWF log with the paper's extra filtering (``adapters
 simulate EASY(P, Θ = 40 h) for the 12 policies P (count reservation, backfill order = P), and print
 Impr(P) = (W(P) − W(FCFS)) / W(FCFS), W = total waiting time, next to the paper's Table 3.
 
-Differences with the paper, on purpose or forced (see README "Reproducing the online-tuning table"):
+Differences with the paper, on purpose or forced (see docs/schedulers.md):
 the paper pools 60 two-year user-based resamples of each log, we simulate each cleaned log once;
 the platform size is the log's MaxProcs header; our simulator is Batsim's semantics (a job
 reaching its walltime exactly is killed at the same date).  The reproduction target is the

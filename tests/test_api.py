@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -108,3 +109,13 @@ def test_bad_jobs_are_one_line_errors():
         simulate_jobs({"id": ["x", "x"], "subtime": [0, 1], "res": [1, 1], "runtime": [5, 5]}, 2)
     out = simulate_jobs({"subtime": [0], "res": [3], "runtime": [5]}, 2)      # too large: rejected
     assert out["final_state"].tolist() == ["REJECTED"] and out["starting_time"].isna().all()
+
+
+def test_readme_example_runs_and_prints_what_readme_says(capsys):
+    """README's "Python API" block, executed, prints exactly the ```text block that follows it."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text[text.index("## Python API"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    expected = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == expected

@@ -6,8 +6,8 @@ Three kinds of tests:
 - static checks that run everywhere: the compose files parse (docker/compose_subset.py, a strict YAML
   subset, since PyYAML is not a dependency), every file they and the Dockerfile reference exists and
   enters the build context, the Batsim image tag is pinned to a 4.x release, the Batsim command line
-  of the compose file is the one of README (the block after ``<!-- batsim-command -->``), the
-  variants only add their flags, the Dockerfile installs like README (uv + uv.lock, non-root user,
+  of the compose file is the one of docs/docker.md (the block after ``<!-- batsim-command -->``), the
+  variants only add their flags, the Dockerfile installs like docs/install.md (uv + uv.lock, non-root user,
   entry point ``batfeed``);
 - the scenario checker and run-integration.sh, run here on batfeed's embedded engine (``--embedded``,
   two processes over ZeroMQ as in compose) and through a stand-in ``docker`` (tests/data/docker/bin)
@@ -236,12 +236,12 @@ def test_readme_block_parser():
 
 
 def test_compose_batsim_command_is_the_one_in_readme():
-    documented = readme_batsim_command((REPO / "README.md").read_text())
+    documented = readme_batsim_command((REPO / "docs" / "docker.md").read_text())
     expected = ["batsim", *batsim_command()]
     assert documented is not None, (
-        f"README.md lacks the Batsim command block: add the line {README_MARKER} followed by\n"
+        f"docs/docker.md lacks the Batsim command block: add the line {README_MARKER} followed by\n"
         f"```sh\n{shlex.join(expected)}\n```")
-    assert documented == expected, "README's Batsim command and docker/docker-compose.yml differ"
+    assert documented == expected, "docs/docker.md's Batsim command and docker/docker-compose.yml differ"
 
 
 # ============================================================================ files and the image

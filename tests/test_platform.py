@@ -13,8 +13,18 @@ from batfeed.platforms.generate import (
     write_homogeneous_platform,
 )
 
-from batfeed.engine.platform import Host, Platform, load_platform, parse_radical, parse_speed, parse_speeds
+from batfeed.engine.platform import (
+    Host,
+    LatencyWarning,
+    Platform,
+    load_platform,
+    parse_radical,
+    parse_speed,
+    parse_speeds,
+)
 from batfeed.errors import InputError, UnsupportedInput
+
+pytestmark = pytest.mark.filterwarnings("ignore::batfeed.engine.platform.LatencyWarning")
 
 PLATFORMS = Path(generate.__file__).resolve().parent
 HEADER = ("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -39,7 +49,8 @@ def names(hosts: tuple[Host, ...]) -> list[str]:
 # --- ids follow host-name order -------------------------------------------------------------------
 
 def test_ids_follow_name_order_not_xml_order(pdir: Path) -> None:
-    plat = load_platform(pdir / "small_platform.xml")
+    with pytest.warns(LatencyWarning, match=r"small_platform.xml: links have latencies \(up to 0.000514433 s\)"):
+        plat = load_platform(pdir / "small_platform.xml")
     assert isinstance(plat, Platform)
     assert plat.path == str(pdir / "small_platform.xml")
     assert plat.master == "master_host"

@@ -3,7 +3,7 @@
 Needs a Batsim 4.x binary: ``$BATSIM`` or ``batsim`` on PATH; skipped with the reason otherwise (no
 Batsim binary is available in CI).  The first 3,000 jobs of KTH-SP2 on the converter's link-less
 platform, every batfeed scheduler and a user model: ``_jobs.csv`` and ``_machine_states.csv`` must be
-byte-identical (measured on this machine on the full trace too, see README "The embedded engine").
+byte-identical (measured on this machine on the full trace too, see docs/engine.md, "Fidelity").
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from batfeed.adapters.swf import convert_swf
+
 from batfeed.runner import run_simulation
 
 REPO = Path(__file__).resolve().parent.parent

@@ -207,7 +207,7 @@ def test_silent_scheduler_hits_timeout(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------- 4
 def test_repo_fcfs_file_runs_unchanged_under_pybatsim_launcher(tmp_path: Path) -> None:
-    """``pybatsim schedulers/fcfs.py -t 0`` from the repo root, as the README documents.
+    """``pybatsim schedulers/fcfs.py -t 0`` from the repo root, as docs/schedulers.md documents.
 
     batfeed's Fcfs: FCFS order on the lowest free ids, contiguous or not.  Hand schedule on the
     contiguity workload (4 hosts):

@@ -41,7 +41,7 @@ under its own name.
 
 Batsim inputs: the replayed trace is read by the model (option ``trace``), **not** given to Batsim
 with ``-w`` (Batsim would submit its jobs at their recorded times itself).  The real-Batsim pair
-(see the README)::
+(see docs/users.md)::
 
     batsim -p PLATFORM.xml --enable-dynamic-jobs -e OUT/prefix     # no -w; optional:
                                       # --acknowledge-dynamic-jobs, --enable-profile-reuse

@@ -20,6 +20,7 @@ links, routes and the like are ignored.  Parsing uses expat directly (100k hosts
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from xml.parsers import expat
@@ -104,6 +105,10 @@ def parse_radical(text: str) -> list[int]:
         lo, hi = int(ends[0]), int(ends[-1])
         numbers.extend(range(lo, hi + 1))
     return numbers
+
+
+class LatencyWarning(UserWarning):
+    """The platform's links have latencies, which the engine does not add to Batsim's message delays."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,5 +397,10 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
     hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()))
              for i, (raw, role) in enumerate(roles)]
     delay = 1.0 / reader.min_bw if reader.min_bw < float("inf") else 0.0
+    if reader.max_lat > 0:
+        warnings.warn(f"{path}: links have latencies (up to {reader.max_lat:g} s), which the engine does not "
+                      "model: the times of Batsim's messages (and of decisions taken on them) may differ from "
+                      "real Batsim's by that much; use zero latencies for exact equivalence",
+                      LatencyWarning, stacklevel=2)
     return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), delay,
                     reader.max_lat)
