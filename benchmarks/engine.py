@@ -4,13 +4,16 @@
     .venv/bin/python benchmarks/engine.py --traces kth --transports inprocess
 
 KTH-SP2 ships in data/swf; CEA-Curie is read from ../shared/data/swf (skipped when absent).
-Prints, per run: jobs, simulation wall time, jobs/s, messages/s, the share of time spent in the
-scheduler (pybatsim + FCFS) vs the engine, and the ratio to the issue's target (< 1 = met).
+Prints, per run: jobs, simulation wall time (with the files written, as ``batfeed simulate``),
+jobs/s, messages/s, the share of time spent in the scheduler (driver + FCFS) vs the engine, and
+the ratio to the foundation issue's target (< 1 = met).  The in-process transport uses the direct
+driver (the default for batfeed's schedulers); ``benchmarks/drivers.py`` compares the drivers.
 Conversion (SWF -> JSON + platform XML) is done once and not timed.
 
-``--floor`` also measures pybatsim's own floor: the exact message stream of the in-process run is
-replayed into pybatsim's unmodified ``Batsim`` class driving a scheduler whose callbacks do
-nothing, with no engine at all.  No in-process run can be faster than that floor.
+``--floor`` also measures pybatsim's own floor: the exact message stream of the run is replayed
+into pybatsim's unmodified ``Batsim`` class driving a scheduler whose callbacks do nothing, with
+no engine at all: no run through the pybatsim driver can be faster than that floor (the direct
+driver does not go through pybatsim's message handling and is not bound by it).
 """
 
 from __future__ import annotations
@@ -76,10 +79,10 @@ def main() -> int:
         print(f"{name:6s} {transport:9s} {jobs:7d} {wall:8.2f} {jps:8.0f} {mps:8.0f} {share * 100:6.1f}% "
               f"{target:8.1f} {rt}")
     print("wall/target < 1 means the target is met (targets apply to the in-process transport; "
-          "sched% = time inside the scheduler: pybatsim + FCFS).")
+          "sched% = time inside the scheduler: driver + FCFS).")
     for name, nmsg, floor, target in floors:
         print(f"pybatsim floor {name}: {floor:.2f} s for {nmsg} messages = {floor / target:.2f} x the "
-              f"{target:g} s target, before any engine or scheduler work")
+              f"{target:g} s target for the pybatsim driver, before any engine or scheduler work")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""EASY-FCFS and EASY-SQF on full real traces, on the embedded engine (in-process transport).
+"""EASY-FCFS and EASY-SQF on full real traces, on the embedded engine (direct driver).
 
     .venv/bin/python benchmarks/schedulers.py                        # KTH-SP2, SDSC-BLUE, CEA-Curie + scaling
     .venv/bin/python benchmarks/schedulers.py --traces kth --no-scaling
@@ -53,11 +53,11 @@ def timed_easy(options: dict):
 
 def run(platform: Path, workload: Path, policy: str) -> dict:
     from batfeed.engine import load_simulation
-    from batfeed.engine.transport import InProcessTransport
+    from batfeed.engine.direct import DirectDriver
 
     sched = timed_easy({"policy": policy})
     sim = load_simulation(platform, [workload])
-    res = sim.run(InProcessTransport(sched))
+    res = sim.run(DirectDriver(sched))
     by_bucket = {}
     for lo, hi in BUCKETS:
         xs = [dt for n, dt, _ in sched.samples if lo <= n < hi]
@@ -73,7 +73,7 @@ def scaling(sizes: list[int], policy: str) -> list[tuple[int, float]]:
     from batfeed.platforms.generate import write_homogeneous_platform
 
     from batfeed.engine import load_simulation
-    from batfeed.engine.transport import InProcessTransport
+    from batfeed.engine.direct import DirectDriver
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,7 +93,7 @@ def scaling(sizes: list[int], policy: str) -> list[tuple[int, float]]:
             path = Path(tmp) / f"w{n}.json"
             path.write_text(json.dumps(wl))
             sched = timed_easy({"policy": policy})
-            load_simulation(platform, [path]).run(InProcessTransport(sched))
+            load_simulation(platform, [path]).run(DirectDriver(sched))
             # the probes' decisions (t in [1000, 6000) s, long before Θ = 40 h promotes anybody)
             probe = [dt for (q, dt, t) in sched.samples if 1000 <= t < 6000 and q >= n]
             probe.sort()

@@ -2,8 +2,9 @@
 
 Needs a Batsim 4.x binary: ``$BATSIM`` or ``batsim`` on PATH; skipped with the reason otherwise (no
 Batsim binary is available in CI).  The first 3,000 jobs of KTH-SP2 on the converter's link-less
-platform, every batfeed scheduler and a user model: ``_jobs.csv`` and ``_machine_states.csv`` must be
-byte-identical (measured on this machine on the full trace too, see docs/engine.md, "Fidelity").
+platform, every batfeed scheduler, a user model and pybatsim's own ``easyBackfill`` (pybatsim path):
+``_jobs.csv`` and ``_machine_states.csv`` must be byte-identical (measured on this machine on the full
+trace too, see docs/engine.md, "Fidelity").
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ KTH = REPO / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
 BATSIM = os.environ.get("BATSIM") or shutil.which("batsim")
 
 pytestmark = [pytest.mark.batsim,
-              pytest.mark.skipif(BATSIM is None, reason="needs a Batsim 4.x binary ($BATSIM or batsim on PATH)")]
+              pytest.mark.skipif(BATSIM is None, reason="needs a Batsim 4.x binary ($BATSIM or batsim on PATH)"),
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]   # pybatsim's docopt regexes
 
 
 @pytest.fixture(scope="module")
@@ -70,5 +72,15 @@ def test_a_user_model_under_real_batsim_equals_the_direct_driver(tmp_path, kth):
     real = _real(tmp_path, kth.platform_path, [], "batfeed.users:UserModelScheduler", layer,
                  ("--enable-dynamic-jobs",))
     run_simulation(kth.platform_path, [kth.workload_path], scheduler="easy", users="a60", export=tmp_path / "engine")
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
+
+
+def test_a_pybatsim_scheduler_under_real_batsim_equals_the_pybatsim_path(tmp_path, kth):
+    """pybatsim's own callback-driven ``easyBackfill`` decides on every event, so it sees the event
+    order of each Batsim message (measured on full KTH-SP2 too: identical)."""
+    real = _real(tmp_path, kth.platform_path, [kth.workload_path], "easyBackfill", {})
+    ours = run_simulation(kth.platform_path, [kth.workload_path], scheduler="easyBackfill", export=tmp_path / "engine")
+    assert ours.driver == "pybatsim"
     for suffix in ("_jobs.csv", "_machine_states.csv"):
         assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
