@@ -217,7 +217,9 @@ class Cleaner:
         self.longest = longest or {}
         self.statuses = None if opts.statuses is None else {str(x).lower() for x in opts.statuses}
         self.users = None if opts.users is None else {str(u) for u in opts.users}
-        self.filtering = self.statuses is not None or self.users is not None or opts.window != (None, None)
+        self.windowed = opts.window != (None, None)
+        self.filtering = self.statuses is not None or self.users is not None or self.windowed
+        self._span = (math.inf, -math.inf)              # submit times seen, with a window (error messages)
         self.read = 0            # records fed (corrupt ones included)
         self.nb_jobs = 0         # TraceJob records fed
         self.nb_kept = 0
@@ -241,13 +243,15 @@ class Cleaner:
         if isinstance(it, BadRecord):
             if self.strict:
                 raise it
-            tally.drop("corrupt_line", it.line, it.job, it.path)
+            tally.drop("corrupt_line", it.line, it.job, it.path, str(it))
             return False
         rank = self.nb_jobs
         self.nb_jobs += 1
         if not rank & 7:
             self._flags.append(0)
         opts = self.opts
+        if self.windowed and math.isfinite(it.submit):
+            self._span = (min(self._span[0], it.submit), max(self._span[1], it.submit))
         reason = it.skip or (_filter_reason(it, opts, self.statuses, self.users) if self.filtering else None)
         if reason:
             tally.drop(reason, it.line, it.id, it.path)
@@ -358,6 +362,8 @@ class Cleaner:
             self.origin = self._min_submit if self.nb_kept else 0.0
         if self.renumber and self.nb_kept:
             self.tally.warn("ids_renumbered", self.nb_kept)
+        if self._span[0] <= self._span[1]:
+            self.tally.submit_span = self._span
 
     # -- second pass -----------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ import re
 import zlib
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -152,8 +153,11 @@ class ConvertOptions:
     "queue" (largest of the job's queue) or a number of seconds.  ``over_request`` when run ≥
     request: "keep" (Batsim stops the job at its walltime), "cap" (run time = request), "drop",
     "raise" (request = run + 1 s).  Filters: ``statuses``, ``users``, ``window`` (trace submit
-    times, start inclusive), ``max_jobs`` (first N kept).  ``speed`` divides run times and requests;
-    ``size_scale`` multiplies job and platform sizes (rounded up).
+    times, start inclusive; each bound seconds or a ``datetime``, see :meth:`resolve_window`),
+    ``max_jobs`` (first N kept).  ``speed`` divides run times and requests; ``size_scale``
+    multiplies job and platform sizes (rounded up).  ``require_kept``: keeping no job is an error
+    (:class:`~batfeed.adapters.empty.EmptyConversion`, raised before any output is written); not
+    reported, nor ``window_given`` and ``time_base`` (set by :meth:`resolve_window`).
     """
 
     unit: str = "procs"
@@ -163,12 +167,25 @@ class ConvertOptions:
     zero_runtime: str = "one_second"
     statuses: Collection[str] | None = None
     users: Collection[str] | None = None
-    window: tuple[float | None, float | None] = (None, None)
+    window: tuple[Any, Any] = (None, None)
     max_jobs: int | None = None
     speed: float = 1.0
     size_scale: float = 1.0
     profiles: str = "runtime"
     origin: float | None = None
+    require_kept: bool = False
+    window_given: tuple[Any, Any] = (None, None)
+    time_base: tuple[float | None, Any] = (0.0, None)  # (epoch of trace time 0 or None, tzinfo or None = UTC)
+
+    def resolve_window(self, zero: float | None, tz: Any = None) -> None:
+        """Turn date bounds of ``window`` into trace seconds: ``zero`` is the epoch of trace time 0
+        (None: unknown, then a date is a ValueError), ``tz`` the zone of dates without offset."""
+        from batfeed.adapters.window import resolve_window
+
+        self.time_base = (zero, tz)
+        if self.window != (None, None):
+            self.window_given = self.window
+            self.window = resolve_window(self.window, zero, tz or UTC)
 
     def check(self) -> None:
         """Raise ValueError on an invalid option."""
@@ -187,7 +204,8 @@ class ConvertOptions:
             raise ValueError(f"procs_per_node must be >= 1, not {self.procs_per_node}")
 
     def summary(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if v not in (None, (None, None))}
+        out = {k: v for k, v in self.__dict__.items()
+               if v not in (None, (None, None)) and k not in ("require_kept", "window_given", "time_base")}
         for key in ("statuses", "users"):
             if key in out:
                 out[key] = sorted(map(str, out[key]))

@@ -221,13 +221,15 @@ def convert_downtimes(inputs: Iterable[str | Path], out_dir: str | Path, *, plat
                       nb_nodes: int | None = None, workload: str | Path | None = None,
                       origin: float | str | None = None, horizon: float | None = None,
                       min_duration: float = DEFAULT_MIN_DURATION, source: str = "auto", tz: str = "UTC",
-                      system: int | None = None, strict: bool = False, name: str | None = None) -> DowntimeResult:
+                      system: int | None = None, strict: bool = False, name: str | None = None,
+                      require_kept: bool = False) -> DowntimeResult:
     """Write ``<stem>_events.txt`` (one event per line, sorted) and ``<stem>_events_report.json``.
 
     Nodes: the platform's (names, or 0-based indices in node order; hosts carrying a ``node``
     property are one node), else ``nb_nodes`` nodes named ``node_0000``....  Time 0 = ``origin``
     (epoch or time text), else the workload's ``unix_start``, else the earliest outage.  Horizon:
     ``horizon`` s, else the workload's (:func:`workload_span`), else none.  Counts are per node outage.
+    ``require_kept``: keeping no outage is an :class:`~batfeed.adapters.empty.EmptyConversion` (nothing written).
     """
     from zoneinfo import ZoneInfo
 
@@ -259,7 +261,7 @@ def convert_downtimes(inputs: Iterable[str | Path], out_dir: str | Path, *, plat
             read += 1
             if strict:
                 raise it
-            tally.drop("corrupt_line", it.line, None, it.path)
+            tally.drop("corrupt_line", it.line, None, it.path, str(it))
             continue
         if it.flag:
             tally.warn(it.flag)
@@ -304,6 +306,10 @@ def convert_downtimes(inputs: Iterable[str | Path], out_dir: str | Path, *, plat
             events.setdefault((start, 1), []).extend(node_ids[node])
             if math.isfinite(end):
                 events.setdefault((end, 0), []).extend(node_ids[node])
+    if require_kept and not kept:
+        from batfeed.adapters.empty import empty_error
+
+        raise empty_error(paths[0] if len(paths) == 1 else paths, read, tally, fmt="downtimes", what="outage")
     return _write(out_dir, name or trace_stem(paths[0]), events, tally, paths, read, kept, records, base,
                   horizon, min_duration)
 

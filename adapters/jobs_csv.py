@@ -68,10 +68,11 @@ def _swf_int(x: Any) -> str:
 
 
 def jobs_csv_to_swf(jobs_csv: str | Path, out_dir: str | Path, *, workloads: Iterable[str | Path] = (),
-                    strict: bool = False, name: str | None = None) -> SwfExport:
+                    strict: bool = False, name: str | None = None, require_kept: bool = False) -> SwfExport:
     """Write ``<stem>.swf`` and ``<stem>_swf_report.json`` from a Batsim ``_jobs.csv``.
 
     ``workloads``: the simulated workload JSONs, in ``w0, w1 ...`` order (optional provenance).
+    ``require_kept``: no job row is an :class:`~batfeed.adapters.empty.EmptyConversion` (nothing written).
     """
     path = str(jobs_csv)
     wl: dict[str, dict[str, Any]] = {}
@@ -98,7 +99,11 @@ def jobs_csv_to_swf(jobs_csv: str | Path, out_dir: str | Path, *, workloads: Ite
                 bad = BadRecord(f"corrupt row: {err}", path, line, (row.get("job_id") or None))
                 if strict:
                     raise bad from None
-                tally.drop("corrupt_line", line, bad.job)
+                tally.drop("corrupt_line", line, bad.job, message=str(bad))
+    if require_kept and not rows:
+        from batfeed.adapters.empty import empty_error
+
+        raise empty_error(path, read, tally, fmt="to-swf")
     rows.sort(key=lambda r: (r[0], r[1][0]))
     ids = [r[1][0] for r in rows]
     if not all(is_int_text(i) for i in ids) or len(set(map(int, ids))) != len(ids):

@@ -136,6 +136,7 @@ def convert_maui(trace: str | Path, out_dir: str | Path, *, resources: str | Pat
     """
     opts = ConvertOptions(**options)
     opts.check()
+    opts.resolve_window(0.0)  # trace time: Unix epochs; dates without offset in UTC
     path = str(trace)
     items = list(read_maui_workload(trace))
     tally = Tally()
@@ -188,7 +189,8 @@ def _field(value: Any) -> str:
 
 
 def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None = None, unit: str = "procs",
-                procs_per_node: int = 1, name: str | None = None, **swf_options: Any) -> ExportResult:
+                procs_per_node: int = 1, name: str | None = None, require_kept: bool = False,
+                **swf_options: Any) -> ExportResult:
     """Write ``<stem>_maui_workload.txt`` (44 fields per job) and ``<stem>_maui_resources.txt``.
 
     ``source``: a Batsim workload JSON or an SWF trace (converted first with ``swf_options``).
@@ -196,9 +198,9 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
     whole seconds; start = submit + recorded wait (``swf_wait``/``trace_wait``, else 0).  ``unit``:
     a Batsim resource is a processor (tasks = res) or a node (nodes = res, tasks = res × ppn).
     Jobs without a delay profile are dropped; a missing walltime becomes the run time (rounded up).
+    ``require_kept``: no job exported is an :class:`~batfeed.adapters.empty.EmptyConversion`.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     source = Path(source)
     stem = name or trace_stem(source)
     if source.name.endswith((".json", ".json.gz")):
@@ -206,7 +208,8 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
     else:
         from batfeed.adapters.swf import convert_swf
 
-        data = load_workload_json(convert_swf(source, out, name=stem, **swf_options).workload_path)
+        data = load_workload_json(convert_swf(source, out, name=stem, require_kept=require_kept,
+                                              **swf_options).workload_path)
     unix = data.get("unix_start")
     base = epoch if epoch is not None else float(unix) if isinstance(unix, (int, float)) else DEFAULT_EPOCH
     profiles = data.get("profiles", {})
@@ -242,6 +245,11 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
                NONE, NONE, NONE, NONE, NONE, NONE, NONE]
         assert len(row) == NB_FIELDS
         lines.append(" ".join(map(str, row)))
+    if require_kept and not lines:
+        from batfeed.adapters.empty import empty_error
+
+        raise empty_error(str(source), len(data["jobs"]), tally, fmt="to-maui")
+    out.mkdir(parents=True, exist_ok=True)
     workload_path = out / f"{stem}_maui_workload.txt"
     workload_path.write_text("VERSION 230\n" + "".join(f"{line}\n" for line in lines), encoding="utf-8")
     nb_res = int(data.get("nb_res", 0) or 0)

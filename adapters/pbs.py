@@ -22,6 +22,7 @@ from batfeed.adapters.cleaning import clean_jobs, job_res, scale_size
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, parse_duration, read_lines, trace_stem
 from batfeed.adapters.nodes import nodes_from_jobs, platform_size, xml_safe
 from batfeed.adapters.report import Tally
+from batfeed.adapters.window import zone
 from batfeed.adapters.workload import ConversionResult, finish_conversion
 
 from batfeed.errors import InputError
@@ -329,6 +330,7 @@ def convert_pbs(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: bo
     """
     opts = ConvertOptions(**options)
     opts.check()
+    opts.resolve_window(0.0, zone(tz) if opts.window != (None, None) else None)  # trace time: epochs
     paths = [str(p) for p in inputs]
     if not paths:
         raise ValueError("no input file")

@@ -29,10 +29,16 @@ class Tally:
     first_dropped: dict[str, list[str]] = field(default_factory=dict)
     multi_file: bool = False  # examples name the file when several inputs are merged
     item: str = "job"         # what an example names ("job 12", "node n01")
+    # not in the report, for the error of a conversion that keeps nothing (batfeed.adapters.empty):
+    first_error: dict[str, str] = field(default_factory=dict)  # reason -> first message given to drop()
+    submit_span: tuple[float, float] | None = None             # trace submit times seen (with a window)
 
-    def drop(self, reason: str, line: int | None, job: Any = None, path: str | None = None) -> None:
-        """Count one dropped record under ``reason`` (keeping its place as an example)."""
+    def drop(self, reason: str, line: int | None, job: Any = None, path: str | None = None,
+             message: str | None = None) -> None:
+        """Count one dropped record under ``reason`` (keeping its place, and ``message``, as an example)."""
         self.dropped[reason] += 1
+        if message is not None and reason not in self.first_error:
+            self.first_error[reason] = message
         examples = self.first_dropped.setdefault(reason, [])
         if len(examples) < FIRST_DROPPED_MAX:
             where = f"{Path(path).name} " if self.multi_file and path else ""

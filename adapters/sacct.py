@@ -25,6 +25,7 @@ from batfeed.adapters.common import (
 )
 from batfeed.adapters.nodes import expand_hostlist, nodes_from_jobs, platform_size
 from batfeed.adapters.report import Tally
+from batfeed.adapters.window import zone
 from batfeed.adapters.workload import ConversionResult, finish_conversion
 
 from batfeed.errors import InputError
@@ -157,6 +158,7 @@ def convert_sacct(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: 
     """
     opts = ConvertOptions(**options)
     opts.check()
+    opts.resolve_window(0.0, zone(tz) if opts.window != (None, None) else None)  # trace time: epochs
     paths = [str(p) for p in inputs]
     if not paths:
         raise ValueError("no input file")

@@ -20,6 +20,7 @@ from typing import Any
 
 from batfeed.adapters.cleaning import Cleaner, job_res, needs_request_maxima, request_maxima, scale_size
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, open_text, read_lines, trace_stem
+from batfeed.adapters.empty import empty_error
 from batfeed.adapters.report import FIRST_DROPPED_MAX, format_report, write_report
 from batfeed.adapters.workload import ConversionResult, write_workload_lines
 
@@ -247,6 +248,25 @@ def _ignore(err: CorruptLine) -> None:
     pass
 
 
+def _resolve_window(opts: ConvertOptions, header: dict[str, str], trace: Path, extended: bool) -> None:
+    """``--window`` dates -> seconds since the log start (``UnixStartTime``; without it, submit times
+    that are epochs count from 0), local times in the header's ``TimeZoneString`` (else UTC)."""
+    from batfeed.adapters.window import zone
+
+    zero: float | None = _header_int(header, "UnixStartTime")
+    if zero is None:
+        first = next(read_swf(trace, on_corrupt=_ignore, extended=extended)[1], None)
+        zero = 0.0 if first is not None and first.submit > EPOCH_THRESHOLD else None
+    try:
+        tz = zone(header.get("TimeZoneString", "").strip() or None)
+    except ValueError:
+        tz = None
+    try:
+        opts.resolve_window(zero, tz)
+    except ValueError as err:
+        raise InputError(str(err), str(trace)) from None
+
+
 class _Spool:
     """A temporary text file next to the outputs (their directory or its nearest existing parent,
     not a possibly memory-backed /tmp), unnamed where the system allows; one record per line."""
@@ -371,6 +391,8 @@ def convert_swf(
                 for rec in read_swf(trace, on_corrupt=_ignore, extended=extended)[1])
 
     header, records = read_swf(trace, on_corrupt=feed, extended=extended)
+    if opts.window != (None, None):
+        _resolve_window(opts, header, trace, extended)
     if opts.unit == "nodes":
         size_from = "nodes"
         if opts.procs_per_node is None and (mp := _header_int(header, "MaxProcs")) and (
@@ -408,6 +430,9 @@ def convert_swf(
                 jobs_spool.write(f"{head}\0{job.submit!r}\0{tail}\n")
                 if profile_spool is not None:
                     profile_spool.write(f"{pname}\t{delay!r}\n")
+        if not cleaner.nb_kept and opts.require_kept and failure is None:
+            cleaner.finish()
+            raise empty_error(path, cleaner.read, cleaner.tally, fmt="swf", opts=opts)
         if size is None:
             size, size_src = _platform_size(header, None, None, size_from, opts, largest, path)
         if failure is not None:

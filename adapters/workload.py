@@ -100,6 +100,10 @@ def finish_conversion(out_dir: str | Path, stem: str, cleaned: Cleaned, *, input
     ``unix_origin``: the trace times are Unix epochs, so subtime 0 is epoch ``origin``
     (top-level ``unix_start``, used to align downtimes).
     """
+    if opts.require_kept and not len(cleaned.jobs):
+        from batfeed.adapters.empty import empty_error
+
+        raise empty_error(inputs[0] if len(inputs) == 1 else inputs, read, cleaned.tally, fmt=fmt, opts=opts)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     top: dict[str, Any] = {"nb_res": size, "origin": cleaned.origin}

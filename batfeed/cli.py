@@ -26,7 +26,15 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from batfeed.outpaths import writable_prefix
     from batfeed.runner import run_simulation
+
+    if not args.workload and not args.enable_dynamic_jobs and not args.users:
+        print("batfeed simulate: error: no workload: give workload files, or --enable-dynamic-jobs for a scheduler "
+              "that registers all its jobs (Batsim without -w)", file=sys.stderr)
+        return 2
+
+    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv"), "-o/--output")
 
     result = run_simulation(
         args.platform, args.workload, scheduler=args.scheduler,
@@ -36,7 +44,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
         master_host=args.master_host, mmax=args.mmax, users=args.users,
-        user_options=_user_options(args))
+        user_options=_user_options(args), timeout_s=args.timeout)
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
@@ -62,6 +70,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
     if args.threshold < 0:
         raise BatfeedError(f"-t must be >= 0 minutes (got {args.threshold:g})")
+    from batfeed.outpaths import writable_dir
+
+    writable_dir(args.output, "-o/--output")
     stats = write_sessions(load_trace(args.trace), args.threshold, args.output)
     print(format_stats(stats))
     print(f"wrote {args.output}/users/<user>.json ({stats['users']} graphs), sessions.csv, summary.json, summary.txt")
@@ -69,12 +80,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_schedule(args: argparse.Namespace) -> int:
-    from batsim.tools.launcher import launch_scheduler
+    from batfeed.runner import serve_scheduler
 
-    from batfeed.registry import make_scheduler
-
-    scheduler = make_scheduler(args.name, _json_arg(args.options, "--options"))
-    return launch_scheduler(scheduler, args.socket, None, scheduler.options, -1, False)
+    return serve_scheduler(args.name, _json_arg(args.options, "--options"), args.socket, args.timeout)
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
@@ -86,14 +94,20 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from batfeed.metrics import compute_metrics, format_metrics
 
-    metrics = compute_metrics(args.jobs_csv, tau=args.tau, nb_resources=args.nb_resources)
+    metrics = compute_metrics(args.jobs_csv, tau=args.tau, nb_resources=args.nb_resources, platform=args.platform)
+    if metrics["nb_resources_source"] == "inferred" and metrics["nb_resources"] is not None:
+        print(f"batfeed metrics: warning: platform size unknown (no --platform or --nb-resources, no _schedule.csv "
+              f"next to the jobs file): N = {metrics['nb_resources']}, the highest allocated machine id + 1; the "
+              "utilisation may be overestimated", file=sys.stderr)
     print(json.dumps(metrics, indent=2) if args.json else format_metrics(metrics))
     return 0
 
 
 def cmd_platform(args: argparse.Namespace) -> int:
+    from batfeed.outpaths import writable_file
     from batfeed.platforms.generate import write_homogeneous_platform
 
+    writable_file(args.output, "-o/--output")
     try:
         path = write_homogeneous_platform(args.output, args.hosts, cores=args.cores, speed=args.speed)
     except ValueError as err:
@@ -109,6 +123,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if args.interval is not None and args.interval < 0:
         raise BatfeedError(f"--interval must be >= 0 seconds (got {args.interval:g})")
+    from batfeed.outpaths import writable_dir
+
+    writable_dir(args.out, "-o/--output")
     results = validate(args.trace, args.out, config=args.config, interval=args.interval, poll=args.poll,
                        weeks=args.weeks, machines=args.machines, platform=args.platform, events=args.events,
                        maintenance=args.maintenance, on_machine_down=args.on_machine_down, plots=not args.no_plots)
@@ -124,23 +141,56 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_schedulers(args: argparse.Namespace) -> int:
+    from batfeed.catalog import listing
+
+    print(listing())
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from batfeed.demo import run_demo
+    from batfeed.outpaths import writable_dir
 
+    writable_dir(args.out, "-o/--output")
     return run_demo(Path(args.out), jobs=args.jobs)
 
 
+def version_line() -> str:
+    """``batfeed 0.1.0 (pybatsim 3.2.1, Python 3.11.7)``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from batfeed import __version__
+
+    try:
+        pybatsim = version("pybatsim")
+    except PackageNotFoundError:
+        pybatsim = "not installed"
+    return f"batfeed {__version__} (pybatsim {pybatsim}, Python {sys.version.split()[0]})"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="batfeed", description=__doc__)
+    p = argparse.ArgumentParser(prog="batfeed", description="HPC job schedulers, user models and a Batsim-4.2-"
+                                "compatible engine. Errors print one line and exit 1 (usage errors exit 2); "
+                                "'batfeed COMMAND --help' describes a command.")
+    p.add_argument("--version", action="version", version=version_line(),
+                   help="print batfeed's version (and pybatsim's, Python's) and exit")
+    p.add_argument("--debug", action="store_true",
+                   help="print the full Python traceback with an error (also accepted after the command; "
+                        "or set BATFEED_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("simulate", help="simulate Batsim inputs on the embedded engine")
-    s.add_argument("platform")
-    s.add_argument("workload", nargs="+", help="workload JSON files (w0, w1, ...)")
+    s.add_argument("platform", help="SimGrid platform XML (e.g. from 'batfeed platform' or 'batfeed convert')")
+    s.add_argument("workload", nargs="*",
+                   help="workload JSON files, .json.gz too (w0, w1, ...); none with --enable-dynamic-jobs: the "
+                        "scheduler registers every job, as with Batsim without -w")
     s.add_argument("--events", action="append", metavar="FILE", help="external events file (repeatable)")
     s.add_argument("--scheduler", help="fcfs, module:Class, a .py file or a pybatsim scheduler name")
     s.add_argument("--options", help="scheduler options as a JSON object")
-    s.add_argument("--export", required=True, metavar="PREFIX", help="writes PREFIX_jobs.csv, PREFIX_schedule.csv")
+    s.add_argument("-o", "--output", "--export", dest="export", required=True, metavar="PREFIX",
+                   help="write PREFIX_jobs.csv, PREFIX_schedule.csv and PREFIX_machine_states.csv (directory "
+                        "created if needed; --export is the old spelling)")
     s.add_argument("--transport", choices=["inprocess", "zmq"], default="inprocess",
                    help="inprocess (default) or zmq: with --scheduler, start it in a subprocess and "
                         "talk ZeroMQ; without, connect to a scheduler already listening at --socket")
@@ -149,14 +199,24 @@ def build_parser() -> argparse.ArgumentParser:
                         "default for them) or pybatsim (messages through pybatsim's Batsim class; the "
                         "default for any other scheduler)")
     s.add_argument("--socket", default=DEFAULT_SOCKET, help=f"ZeroMQ endpoint (default {DEFAULT_SOCKET})")
+    s.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="--transport zmq: give up (error, exit 1) when the scheduler does not answer a message "
+                        "within SECONDS (default: wait forever, like Batsim, with a note on stderr after 60 s)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
-    s.add_argument("--enable-dynamic-jobs", action="store_true")
-    s.add_argument("--acknowledge-dynamic-jobs", action="store_true")
-    s.add_argument("--enable-profile-reuse", action="store_true")
-    s.add_argument("--forward-profiles-on-submission", action="store_true")
-    s.add_argument("--forward-unknown-events", action="store_true")
+    s.add_argument("--enable-dynamic-jobs", action="store_true",
+                   help="Batsim's switch: the scheduler may register jobs and profiles at run time")
+    s.add_argument("--acknowledge-dynamic-jobs", action="store_true",
+                   help="Batsim's switch: send JOB_SUBMITTED back for each job the scheduler registers")
+    s.add_argument("--enable-profile-reuse", action="store_true",
+                   help="Batsim's switch: dynamic jobs may reuse the profiles of earlier jobs (kept, not "
+                        "garbage-collected)")
+    s.add_argument("--forward-profiles-on-submission", action="store_true",
+                   help="Batsim's switch: JOB_SUBMITTED events carry the job's profile")
+    s.add_argument("--forward-unknown-events", action="store_true",
+                   help="Batsim's switch: forward external events of unknown types to the scheduler")
     s.add_argument("--sched-cfg", help="string forwarded in SIMULATION_BEGINS config.sched-config")
-    s.add_argument("--master-host", default="master_host")
+    s.add_argument("--master-host", default="master_host", metavar="HOST",
+                   help="the platform's management host, not used for jobs (default master_host, as Batsim)")
     s.add_argument("--mmax", type=int, help="keep only the first N compute machines")
     s.add_argument("--users", metavar="MODEL",
                    help="replay the (single) workload as a recorded trace through user model MODEL "
@@ -169,38 +229,49 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("trace", help="workload JSON (from 'batfeed convert swf') or an SWF trace")
     s.add_argument("-t", "--threshold", type=float, required=True, metavar="MINUTES",
                    help="a new session starts when the inter-arrival is >= MINUTES (0 = a0, 60 = a60)")
-    s.add_argument("-o", "--output", required=True, metavar="DIR")
+    s.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory (created if needed)")
     s.set_defaults(func=cmd_sessions)
 
-    s = sub.add_parser("schedule", help="run a scheduler for a real Batsim (REP socket, no receive timeout)")
-    s.add_argument("name")
+    s = sub.add_parser("schedule", help="run a scheduler for a real Batsim (REP socket; waits for Batsim without "
+                                        "limit unless --timeout)")
+    s.add_argument("name", help="scheduler: fcfs, easy, conservative, maui, module:Class, a .py file or a "
+                                "pybatsim scheduler name (see 'batfeed schedulers')")
     s.add_argument("--socket", default="tcp://*:28000", help="endpoint to bind (default tcp://*:28000)")
+    s.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="give up (error, exit 1) when Batsim sends no message for SECONDS, the first one "
+                        "included (default: wait forever, like pybatsim)")
     s.add_argument("--options", help="scheduler options as a JSON object")
     s.set_defaults(func=cmd_schedule)
 
     from batfeed.adapters.cli import add_convert_parser
 
-    s = add_convert_parser(sub)  # formats and options: adapters/cli.py
-    s.set_defaults(func=cmd_convert, convert_defaults={a.dest: a.default for a in s._actions})
+    s = add_convert_parser(sub)  # one sub-parser per format: adapters/cli_parser.py
+    s.set_defaults(func=cmd_convert)
 
     s = sub.add_parser("metrics", help="metrics of a PREFIX_jobs.csv")
-    s.add_argument("jobs_csv")
-    s.add_argument("--json", action="store_true")
+    s.add_argument("jobs_csv", help="PREFIX_jobs.csv of a run (Batsim's or batfeed's)")
+    s.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     s.add_argument("--tau", type=float, default=10.0, help="bounded-slowdown threshold in s (default 10)")
-    s.add_argument("--nb-resources", type=int, help="machine size for utilisation (default: inferred)")
+    s.add_argument("--nb-resources", type=int, metavar="N",
+                   help="platform size N for the utilisation (default: the platform given with --platform, else "
+                        "nb_computing_machines of the PREFIX_schedule.csv next to the jobs file, else the highest "
+                        "allocated machine id + 1, with a warning)")
+    s.add_argument("--platform", metavar="XML", help="platform XML of the run: N = its compute hosts")
     s.set_defaults(func=cmd_metrics)
 
     s = sub.add_parser("platform", help="generate a homogeneous cluster platform XML")
-    s.add_argument("hosts", type=int)
-    s.add_argument("-o", "--output", required=True)
-    s.add_argument("--cores", type=int, default=1)
-    s.add_argument("--speed", default="1Gf")
+    s.add_argument("hosts", type=int, help="number of compute hosts (a master host is added)")
+    s.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="platform XML to write (directory created if needed)")
+    s.add_argument("--cores", type=int, default=1, help="cores per host (default 1)")
+    s.add_argument("--speed", default="1Gf", help="host speed with its SimGrid unit (default 1Gf)")
     s.set_defaults(func=cmd_platform)
 
     s = sub.add_parser("validate", help="weekly validation of the Maui scheduler against a recorded trace "
                                         "(errors.csv and PNG plots)")
     s.add_argument("trace", help="SWF trace (an Alea <trace>.machines next to it sizes the platform) or workload JSON")
-    s.add_argument("--out", required=True, metavar="DIR")
+    s.add_argument("-o", "--output", "--out", dest="out", required=True, metavar="DIR",
+                   help="output directory, created if needed (--out is the old spelling)")
     s.add_argument("--config", metavar="MAUI_CFG", help="maui.cfg (default: Maui's defaults)")
     s.add_argument("--interval", type=float, metavar="SECONDS",
                    help="scheduling step (Maui's RMPOLLINTERVAL); 0 or absent: event-driven")
@@ -210,31 +281,66 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--platform", metavar="XML", help="platform (default: homogeneous, the trace's size)")
     s.add_argument("--events", metavar="FILE", help="outages as a Batsim events file on the trace's time axis")
     s.add_argument("--maintenance", metavar="FILE", help="planned maintenance windows (Batsim events file)")
-    s.add_argument("--on-machine-down", default="ignore", choices=["ignore", "kill-drop", "kill-resubmit"])
-    s.add_argument("--no-plots", action="store_true")
+    s.add_argument("--on-machine-down", default="ignore", choices=["ignore", "kill-drop", "kill-resubmit"],
+                   help="a job running on a machine that goes down: ignore it (default), kill it, or kill and "
+                        "resubmit it")
+    s.add_argument("--no-plots", action="store_true", help="write the CSV files only, no PNG plots")
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("demo", help="convert KTH-SP2 and simulate it with FCFS (the README demo)")
-    s.add_argument("--out", default="runs/demo")
+    s.add_argument("-o", "--output", "--out", dest="out", default="runs/demo", metavar="DIR",
+                   help="output directory (default runs/demo; --out is the old spelling)")
     s.add_argument("--jobs", type=int, help="only the first N jobs (default: the whole trace)")
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("schedulers", help="list the built-in schedulers and user models with their options "
+                                          "and defaults")
+    s.set_defaults(func=cmd_schedulers)
     return p
 
 
+def _stdout_closed() -> int:
+    """stdout's reader went away (``batfeed convert ... | head``): end quietly with exit code 141
+    (128 + SIGPIPE, what a tool killed by the signal reports); stdout goes to /dev/null so that
+    Python's final flush does not print "Exception ignored"."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
+    from batfeed.crash import set_debug, take_debug_flag
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    set_debug(take_debug_flag(argv))          # --debug before or after the command
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) == "simulate" and not args.scheduler and args.transport == "inprocess":
         print("batfeed simulate: error: --scheduler is required (unless --transport zmq connects to a "
               "running scheduler)", file=sys.stderr)
         return 2
+    from batfeed.crash import internal_error, print_debug
+
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()                    # a closed pipe shows here, not as a warning at exit
+        return code
+    except BrokenPipeError:                   # `batfeed ... | head`: the reader is gone
+        return _stdout_closed()
     except BatfeedError as err:
+        print_debug(err)
         print(f"batfeed {args.command}: error: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("batfeed: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:                  # keep last: a failure no check anticipated, still one line
+        print_debug(err)
+        print(f"batfeed {args.command}: {internal_error(err)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -6,17 +6,32 @@ import json
 from pathlib import Path
 
 from batfeed.adapters.swf import convert_swf, format_report
+from batfeed.errors import BatfeedError
 from batfeed.metrics import compute_metrics, format_metrics
 from batfeed.runner import run_simulation
 
 REPO = Path(__file__).resolve().parent.parent
-KTH = REPO / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+TRACE = "KTH-SP2-1996-2.1-cln.swf.gz"
+KTH = REPO / "data" / "swf" / TRACE
+
+
+def kth_trace() -> Path:
+    """The demo trace: package data of an installed batfeed (``batfeed/data/swf``, see pyproject.toml),
+    else the checkout's ``data/swf`` (editable install)."""
+    from importlib.resources import files
+
+    for candidate in (files("batfeed") / "data" / "swf" / TRACE, KTH):
+        if candidate.is_file():
+            return Path(str(candidate))
+    raise BatfeedError(f"the demo trace {TRACE} is missing (neither batfeed/data/swf nor {KTH.parent}): reinstall "
+                       "batfeed")
 
 
 def run_demo(out: Path, jobs: int | None = None) -> int:
+    trace = kth_trace()
     out.mkdir(parents=True, exist_ok=True)
-    print(f"1/3 converting {KTH.name} (KTH IBM SP2, 100 processors; Parallel Workloads Archive)")
-    conv = convert_swf(KTH, out / "inputs")
+    print(f"1/3 converting {trace.name} (KTH IBM SP2, 100 processors; Parallel Workloads Archive)")
+    conv = convert_swf(trace, out / "inputs")
     print(format_report(conv.report))
     workload = conv.workload_path
     if jobs is not None:

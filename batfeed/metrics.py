@@ -7,7 +7,6 @@ rejected jobs are counted in the job totals but excluded from them, and every re
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from pathlib import Path
@@ -15,195 +14,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from batfeed.errors import InputError
+from batfeed.errors import BatfeedError, InputError
+from batfeed.read_jobs import (
+    BATSIM_MIN_RUNTIME,
+    FINAL_STATES,
+    JOBS_COLUMNS,
+    REJECTED,
+    coerce_frame,
+    interval_stats,
+    read_jobs_csv,
+)
 
-JOBS_COLUMNS = (
-    "job_id", "workload_name", "profile", "submission_time", "requested_number_of_resources",
-    "requested_time", "success", "final_state", "starting_time", "execution_time", "finish_time",
-    "waiting_time", "turnaround_time", "stretch", "allocated_resources", "consumed_energy", "metadata",
-)  # fmt: skip
-STRING_COLUMNS = ("job_id", "workload_name", "profile", "final_state", "allocated_resources", "metadata")
-NUMERIC_COLUMNS = tuple(c for c in JOBS_COLUMNS if c not in STRING_COLUMNS)
-FINAL_STATES = (
-    "COMPLETED_SUCCESSFULLY", "COMPLETED_FAILED", "COMPLETED_WALLTIME_REACHED", "COMPLETED_KILLED",
-    "REJECTED",
-)  # fmt: skip
-REJECTED = "REJECTED"
-# Columns every row needs, and the ones every non-rejected row needs.
-_REQUIRED_ALL = ("submission_time", "requested_number_of_resources")
-_REQUIRED_EXECUTED = ("starting_time", "execution_time", "finish_time", "waiting_time", "turnaround_time")
-_USED_COLUMNS = ("final_state", "allocated_resources", *_REQUIRED_ALL, *_REQUIRED_EXECUTED, "stretch")
-
-_ALLOC = r"\d+(?:-\d+)?(?: \d+(?:-\d+)?)*"
-_ALLOC_RE = re.compile(_ALLOC)
-_ALLOC_TEXT_RE = re.compile(rf"(?:{_ALLOC})?(?:\n(?:{_ALLOC})?)*")
-_NAN_TEXT = ["", "nan", "-nan", "NaN", "-NaN"]
-_BATSIM_MIN_RUNTIME = 1e-5  # Batsim replaces a zero runtime by this in its stretch
-
-
-# --------------------------------------------------------------------------- reading
-
-
-def read_jobs_csv(path: str | Path) -> pd.DataFrame:
-    """Read and validate a Batsim ``_jobs.csv``; numeric columns are float, the others str.
-
-    Raises :class:`InputError` for a missing file, a wrong header or an unparsable row (with its line).
-    """
-    path = Path(path)
-    name = str(path)
-    if not path.is_file():
-        raise InputError("file not found", name)
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as f:
-            first = f.readline()
-    except UnicodeDecodeError:
-        raise InputError("not a UTF-8 text file", name) from None
-    if not first.strip():
-        raise InputError("empty file: expected the _jobs.csv header", name, 1)
-    _check_header([c.strip() for c in next(csv.reader([first]))], name)
-    try:
-        df = pd.read_csv(
-            path, encoding="utf-8-sig", skip_blank_lines=False, keep_default_na=False,
-            dtype={c: ("float64" if c in NUMERIC_COLUMNS else str) for c in JOBS_COLUMNS},
-            na_values={c: _NAN_TEXT for c in NUMERIC_COLUMNS},
-        )  # fmt: skip
-    except UnicodeDecodeError as err:
-        raise InputError(f"not a UTF-8 text file ({err.reason})", name) from None
-    except pd.errors.ParserError as err:
-        match = re.search(r"line (\d+)", str(err))
-        raise InputError(f"unparsable row ({err})", name, int(match.group(1)) if match else None) from None
-    except ValueError:  # a numeric field that is not a number: find it on the slow path
-        line, message = _locate_bad_number(path)
-        raise InputError(message, name, line) from None
-    df = df.loc[:, list(JOBS_COLUMNS)]
-    blank = df.index[df["job_id"].eq("")]
-    if len(blank):
-        sub = df.loc[blank]
-        empty = (sub[list(STRING_COLUMNS)] == "").all(axis=1) & sub[list(NUMERIC_COLUMNS)].isna().all(axis=1)
-        df = df.drop(index=blank[empty.to_numpy()])
-    _validate_rows(df, name)
-    return df.reset_index(drop=True)
-
-
-def _check_header(header: list[str], name: str) -> None:
-    missing = [c for c in JOBS_COLUMNS if c not in header]
-    unexpected = [c for c in header if c not in JOBS_COLUMNS]
-    problems = []
-    if missing:
-        problems.append("missing columns: " + ", ".join(missing))
-    if unexpected:
-        problems.append("unexpected columns: " + ", ".join(repr(c) for c in unexpected))
-    if not problems and len(set(header)) != len(header):
-        problems.append("duplicate columns")
-    if problems:
-        raise InputError("not a Batsim _jobs.csv header (" + "; ".join(problems) + ")", name, 1)
-
-
-def _locate_bad_number(path: Path) -> tuple[int | None, str]:
-    """Slow path: (line, message) of the first numeric field that does not parse."""
-    raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, na_filter=False, skip_blank_lines=False)
-    best: tuple[int, str] | None = None
-    for col in NUMERIC_COLUMNS:
-        text = raw[col].str.strip()
-        num = pd.to_numeric(text, errors="coerce")
-        bad = np.flatnonzero(num.isna().to_numpy() & text.ne("").to_numpy() & ~text.isin(_NAN_TEXT))
-        if len(bad) and (best is None or bad[0] < best[0]):
-            best = (int(bad[0]), f"column {col}: not a number: {raw[col].iloc[bad[0]]!r}")
-    if best is None:
-        return None, "unparsable numeric field"
-    return best[0] + 2, best[1]
-
-
-def _validate_rows(df: pd.DataFrame, name: str) -> None:
-    """Raise InputError for the first row (lowest line) that breaks a rule."""
-    # (mask of bad rows, message template, column whose value fills {})
-    state = df["final_state"]
-    checks: list[tuple[np.ndarray, str, str]] = [
-        (~state.isin(FINAL_STATES).to_numpy(), "unknown final_state {!r}", "final_state"),
-        (df["job_id"].eq("").to_numpy(), "empty job_id", "job_id"),
-    ]
-    checks += [(df[c].isna().to_numpy(), f"empty {c}", c) for c in _REQUIRED_ALL]
-    executed = state.ne(REJECTED).to_numpy()
-    checks += [
-        (executed & df[c].isna().to_numpy(), f"empty {c} for a {{}} job", "final_state")
-        for c in _REQUIRED_EXECUTED
-    ]
-    bad_alloc = _bad_allocations(df["allocated_resources"])
-    if bad_alloc is not None:
-        checks.append((bad_alloc, "malformed allocated_resources {!r}", "allocated_resources"))
-    first: tuple[int, str, str] | None = None
-    for mask, template, col in checks:
-        idx = np.flatnonzero(mask)
-        if len(idx) and (first is None or idx[0] < first[0]):
-            first = (int(idx[0]), template, col)
-    if first is not None:
-        pos, template, col = first
-        raise InputError(template.format(df[col].iloc[pos]), name, int(df.index[pos]) + 2)
-
-
-def _bad_allocations(alloc: pd.Series) -> np.ndarray | None:
-    """Mask of malformed interval-set strings, or None when all are well formed (fast path)."""
-    try:
-        _interval_stats(alloc)
-        return None
-    except ValueError:
-        codes, uniques = pd.factorize(alloc.fillna("").astype(str))
-        ok = np.array([_valid_interval_set(s.strip()) for s in uniques], dtype=bool)
-        return ~ok[codes]
-
-
-def _valid_interval_set(text: str) -> bool:
-    if text == "":
-        return True
-    if _ALLOC_RE.fullmatch(text) is None:
-        return False
-    bounds = [part.partition("-") for part in text.split(" ")]
-    return all(not hi or int(lo) <= int(hi) for lo, _, hi in bounds)
-
-
-def _interval_stats(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(count, max id) of each interval-set string like ``"0-3 7 9-12"``; NaN where empty.
-
-    Vectorised: unique strings are joined into one text, one token per line, and tokenised by pandas' C
-    parser. Raises ValueError on a malformed string.
-    """
-    codes, uniques = pd.factorize(alloc.fillna("").astype(str), sort=False)
-    strings = [s.strip() for s in uniques.tolist()]
-    if not strings:
-        return np.full(len(alloc), np.nan), np.full(len(alloc), np.nan)
-    joined = "\n".join(strings)
-    if _ALLOC_TEXT_RE.fullmatch(joined) is None:
-        raise ValueError("malformed interval set")
-    empty = np.array([s == "" for s in strings])
-    strings = [s or "0" for s in strings]  # placeholder token, masked below
-    ntok = np.array([s.count(" ") + 1 for s in strings])
-    text = "\n".join(strings).replace(" ", "\n").replace("-", ",")
-    tokens = pd.read_csv(io.StringIO(text), header=None, names=["lo", "hi"], dtype="float64")
-    lo = tokens["lo"].to_numpy()
-    hi = tokens["hi"].to_numpy()
-    hi = np.where(np.isnan(hi), lo, hi)
-    if len(lo) != ntok.sum() or np.isnan(lo).any() or np.any(hi < lo):
-        raise ValueError("malformed interval set")
-    owner = np.repeat(np.arange(len(strings)), ntok)
-    count = np.bincount(owner, weights=hi - lo + 1, minlength=len(strings))
-    top = np.full(len(strings), -np.inf)
-    np.maximum.at(top, owner, hi)
-    count[empty] = np.nan
-    top[empty] = np.nan
-    return count[codes], top[codes]
-
-
-def _coerce_frame(jobs: pd.DataFrame) -> pd.DataFrame:
-    missing = [c for c in _USED_COLUMNS if c not in jobs.columns]
-    if missing:
-        raise InputError("jobs table lacks columns: " + ", ".join(missing))
-    out = pd.DataFrame(index=jobs.index)
-    out["final_state"] = jobs["final_state"].astype(str)
-    out["allocated_resources"] = jobs["allocated_resources"].fillna("").astype(str)
-    for col in (*_REQUIRED_ALL, *_REQUIRED_EXECUTED, "stretch"):
-        out[col] = pd.to_numeric(jobs[col], errors="coerce").astype("float64")
-    return out
-
+__all__ = ["FINAL_STATES", "JOBS_COLUMNS", "compute_lateness", "compute_metrics", "format_metrics",
+           "parse_replay_metadata", "read_jobs_csv"]
 
 # --------------------------------------------------------------------------- metrics
 
@@ -216,10 +39,64 @@ def _num(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _stats(values: np.ndarray, keys: tuple[str, ...]) -> dict[str, float | None]:
+STATS = ("mean", "median", "p50", "p90", "p99", "max")
+PERCENTILES = {"median": 50, "p50": 50, "p90": 90, "p99": 99}
+
+
+def _stats(values: np.ndarray, keys: tuple[str, ...] = STATS) -> dict[str, float | None]:
+    """Mean, percentiles (numpy's linear interpolation) and max of the finite values; None when there are none."""
     values = values[np.isfinite(values)]
-    funcs = {"mean": np.mean, "median": np.median, "max": np.max}
-    return {k: (_num(funcs[k](values)) if len(values) else None) for k in keys}
+    if not len(values):
+        return dict.fromkeys(keys)
+    ranks = [PERCENTILES[k] for k in keys if k in PERCENTILES]
+    q = dict(zip(ranks, np.percentile(values, ranks), strict=True)) if ranks else {}
+    out: dict[str, float | None] = {}
+    for k in keys:
+        out[k] = _num(np.mean(values) if k == "mean" else np.max(values) if k == "max" else q[PERCENTILES[k]])
+    return out
+
+
+class MetricsError(BatfeedError, ValueError):
+    """Bad metrics parameter (tau, N, window)."""
+
+
+def schedule_csv_for(jobs_csv: str | Path) -> Path | None:
+    """The ``PREFIX_schedule.csv`` written with ``PREFIX_jobs.csv`` (None if the name does not end in _jobs.csv)."""
+    p = Path(jobs_csv)
+    return p.with_name(p.name[: -len("_jobs.csv")] + "_schedule.csv") if p.name.endswith("_jobs.csv") else None
+
+
+def machines_from_schedule(path: str | Path) -> int:
+    """``nb_computing_machines`` of a Batsim ``_schedule.csv``."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError) as err:
+        raise InputError(f"cannot read: {getattr(err, 'strerror', None) or err}", str(path)) from None
+    if len(rows) < 2 or "nb_computing_machines" not in rows[0] or len(rows[1]) != len(rows[0]):
+        raise InputError("not a Batsim _schedule.csv (no nb_computing_machines value)", str(path))
+    value = rows[1][rows[0].index("nb_computing_machines")]
+    if not value.isdigit() or int(value) <= 0:
+        raise InputError(f"nb_computing_machines must be an integer > 0, got {value!r}", str(path), 2)
+    return int(value)
+
+
+def resolve_machines(jobs: object, nb_resources: int | None, platform: str | Path | None
+                     ) -> tuple[int | None, str, str | None]:
+    """(N, source, where it came from): the argument, the platform, the run's _schedule.csv, else None
+    (then inferred from the highest allocated id)."""
+    if nb_resources is not None:
+        if isinstance(nb_resources, bool) or int(nb_resources) != nb_resources or nb_resources <= 0:
+            raise MetricsError(f"nb_resources must be a positive integer, got {nb_resources}")
+        return int(nb_resources), "argument", None
+    if platform is not None:
+        from batfeed.engine.platform import load_platform
+
+        return len(load_platform(platform).compute), "platform", str(platform)
+    sched = schedule_csv_for(jobs) if isinstance(jobs, str | Path) else None
+    if sched is not None and sched.is_file():
+        return machines_from_schedule(sched), "schedule", f"{sched} nb_computing_machines"
+    return None, "inferred", None
 
 
 def compute_metrics(
@@ -228,24 +105,26 @@ def compute_metrics(
     tau: float = 10.0,
     nb_resources: int | None = None,
     window: tuple[float, float] | None = None,
+    platform: str | Path | None = None,
 ) -> dict:
     """Job counts, per-job metrics over executed jobs, system metrics and Batsim-style means.
 
-    ``tau`` is the bounded-slowdown threshold (s); ``nb_resources`` the platform size N (default: max
-    allocated resource id + 1); ``window`` the utilisation window [T0, T1) (default: first submit to
-    last finish). The result is JSON-serialisable (NaN/inf are None).
+    ``tau`` is the bounded-slowdown threshold (s); the platform size N is ``nb_resources``, else the
+    compute hosts of ``platform`` (XML), else ``nb_computing_machines`` of the run's ``_schedule.csv``
+    next to a ``_jobs.csv`` path, else (``nb_resources_source`` "inferred") the highest allocated
+    resource id + 1, a lower bound; ``window`` the utilisation window [T0, T1) (default: first submit
+    to last finish). The result is JSON-serialisable (NaN/inf are None).
     """
     if not tau > 0:
-        raise ValueError(f"tau must be > 0, got {tau}")
-    if nb_resources is not None and (int(nb_resources) != nb_resources or nb_resources <= 0):
-        raise ValueError(f"nb_resources must be a positive integer, got {nb_resources}")
+        raise MetricsError(f"tau must be > 0, got {tau}")
     if window is not None and not float(window[1]) > float(window[0]):
-        raise ValueError(f"window must satisfy T0 < T1, got {window}")
+        raise MetricsError(f"window must satisfy T0 < T1, got {window}")
+    n_given, n_source, n_from = resolve_machines(jobs, nb_resources, platform)
     source = None
     if isinstance(jobs, (str, Path)):
         source = str(jobs)
         jobs = read_jobs_csv(jobs)
-    df = _coerce_frame(jobs)
+    df = coerce_frame(jobs)
 
     state = df["final_state"].to_numpy(dtype=object)
     counts = df["final_state"].value_counts()
@@ -272,13 +151,11 @@ def compute_metrics(
     makespan = last_finish - first_submit if None not in (first_submit, last_finish) else None
     throughput = nb_executed / (makespan / 3600.0) if makespan else None
 
-    count, top = _interval_stats(ex["allocated_resources"])
+    count, top = interval_stats(ex["allocated_resources"])
     size = np.where(np.isnan(count), ex["requested_number_of_resources"].to_numpy(), count)
-    if nb_resources is not None:
-        n_res, n_source = int(nb_resources), "argument"
-    else:
+    n_res = n_given
+    if n_res is None:
         n_res = int(np.nanmax(top)) + 1 if np.isfinite(top).any() else None
-        n_source = "inferred"
     if window is not None:
         t0, t1, w_source = float(window[0]), float(window[1]), "argument"
     else:
@@ -291,7 +168,7 @@ def compute_metrics(
 
     with np.errstate(divide="ignore", invalid="ignore"):
         batsim_sd = np.where(
-            np.isnan(ex["stretch"].to_numpy()), response / np.maximum(runtime, _BATSIM_MIN_RUNTIME),
+            np.isnan(ex["stretch"].to_numpy()), response / np.maximum(runtime, BATSIM_MIN_RUNTIME),
             ex["stretch"].to_numpy(),
         )  # fmt: skip
     nb_rejected = by_state[REJECTED]
@@ -315,10 +192,10 @@ def compute_metrics(
         "by_state": by_state,
         "note": note,
         "tau": float(tau),
-        "wait": _stats(wait, ("mean", "median", "max")),
-        "response": _stats(response, ("mean", "median", "max")),
-        "slowdown": {**_stats(slowdown, ("mean", "max")), "nb_undefined": nb_sd_undefined},
-        "bounded_slowdown": _stats(bsld, ("mean", "max")),
+        "wait": _stats(wait),
+        "response": _stats(response),
+        "slowdown": {**_stats(slowdown), "nb_undefined": nb_sd_undefined},
+        "bounded_slowdown": _stats(bsld),
         "makespan": _num(makespan),
         "makespan_from_zero": last_finish,
         "first_submit": first_submit,
@@ -330,6 +207,7 @@ def compute_metrics(
         "utilisation_window_source": w_source,
         "nb_resources": n_res,
         "nb_resources_source": n_source,
+        "nb_resources_from": n_from,
         "batsim_means": {
             "mean_waiting_time": _num(np.nansum(wait) / nb_jobs) if nb_jobs else None,
             "mean_turnaround_time": _num(np.nansum(response) / nb_jobs) if nb_jobs else None,
@@ -423,10 +301,19 @@ def compute_lateness(jobs: pd.DataFrame) -> dict | None:
 
 def _fmt(x: object, digits: int = 3) -> str:
     if x is None:
-        return "-"
+        return "n/a"
     if isinstance(x, int):
         return str(x)
     return f"{float(x):.{digits}f}"
+
+
+def machines_source(m: dict) -> str:
+    """Where N came from, in words."""
+    src = m["nb_resources_source"]
+    if src == "inferred":
+        return "inferred from the highest allocated machine id, a lower bound: give --platform or --nb-resources"
+    return {"argument": "given", "platform": f"platform {m.get('nb_resources_from')}",
+            "schedule": f"from {m.get('nb_resources_from')}"}.get(src, src)
 
 
 def format_metrics(metrics: dict) -> str:
@@ -434,14 +321,13 @@ def format_metrics(metrics: dict) -> str:
     m = metrics
     rows: list[tuple[str, ...]] = [("jobs", _fmt(m["nb_jobs"])), ("  executed", _fmt(m["nb_executed"]))]
     rows += [(f"  {state}", _fmt(n)) for state, n in m["by_state"].items()]
-    head = ("", "mean", "median", "max")
+    cols = ("mean", "p50", "p90", "p99", "max")
+    head = ("", *cols)
     stat_rows = [
-        ("  wait (s)", *(_fmt(m["wait"][k]) for k in ("mean", "median", "max"))),
-        ("  response (s)", *(_fmt(m["response"][k]) for k in ("mean", "median", "max"))),
-        ("  slowdown", _fmt(m["slowdown"]["mean"]), "", _fmt(m["slowdown"]["max"])),
-        (f"  bounded slowdown (tau={m['tau']:g}s)", _fmt(m["bounded_slowdown"]["mean"]), "",
-         _fmt(m["bounded_slowdown"]["max"])),
-    ]  # fmt: skip
+        (label, *(_fmt(m[key].get(k)) for k in cols))
+        for label, key in (("  wait (s)", "wait"), ("  response (s)", "response"), ("  slowdown", "slowdown"),
+                           (f"  bounded slowdown (tau={m['tau']:g}s)", "bounded_slowdown"))
+    ]
     window = m["utilisation_window"]
     util = m["utilisation"]
     system = [
@@ -449,10 +335,10 @@ def format_metrics(metrics: dict) -> str:
         ("  makespan from 0 (Batsim, s)", _fmt(m["makespan_from_zero"])),
         ("  first submit / last finish (s)", f"{_fmt(m['first_submit'])} / {_fmt(m['last_finish'])}"),
         ("  throughput (jobs/hour)", _fmt(m["throughput_per_hour"])),
-        ("  utilisation", "-" if util is None else f"{util:.4f} ({100 * util:.2f} %)"),
+        ("  utilisation", "n/a" if util is None else f"{util:.4f} ({100 * util:.2f} %)"),
         ("  mean busy resources", _fmt(m["mean_busy_resources"])),
-        ("  resources N", f"{_fmt(m['nb_resources'])} ({m['nb_resources_source']})"),
-        ("  window [T0, T1) (s)", "-" if window is None else
+        ("  resources N", f"{_fmt(m['nb_resources'])} ({machines_source(m)})"),
+        ("  window [T0, T1) (s)", "n/a" if window is None else
          f"[{_fmt(window[0])}, {_fmt(window[1])}) ({m['utilisation_window_source']})"),
     ]  # fmt: skip
     batsim = [(f"  {k}", _fmt(v)) for k, v in m["batsim_means"].items()]

@@ -13,6 +13,7 @@ import io
 import sys
 from typing import Any
 
+from batfeed.crash import load_error
 from batfeed.errors import BatfeedError
 
 BUILTIN = {
@@ -24,15 +25,19 @@ BUILTIN = {
 
 
 def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
+    """Import and construct scheduler ``name``.  An exception in its code (a syntax error, a missing
+    import, a failing ``__init__``) is a one-line :class:`~batfeed.crash.SchedulerError`."""
     options = dict(options or {})
     target = BUILTIN.get(name.lower(), name)
     if ":" in target and "/" not in target:
         module_name, _, cls_name = target.partition(":")
         try:
             cls = getattr(importlib.import_module(module_name), cls_name)
-        except (ImportError, AttributeError) as err:
-            raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None
-        return cls(options)
+            return cls(options)
+        except BatfeedError:
+            raise
+        except Exception as err:
+            raise load_error(err, name) from err
     from batsim.tools.launcher import instanciate_scheduler
 
     said = io.StringIO()                # pybatsim prints its lookup failures on stdout, then exits
@@ -45,9 +50,11 @@ def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
         raise BatfeedError(f"no scheduler named '{name}'{f' ({why})' if why else ''}: batfeed's are "
                            f"{', '.join(sorted(BUILTIN))}; or give a file path, module:Class, or a pybatsim "
                            "scheduler name") from None
-    except (ImportError, FileNotFoundError) as err:
+    except BatfeedError:
+        raise
+    except Exception as err:
         sys.path[:] = path
-        raise BatfeedError(f"cannot load scheduler '{name}': {err}") from None
+        raise load_error(err, name) from err
     finally:
         if said.getvalue() and not said.getvalue().startswith("No such scheduler") \
                 and "contains no scheduler" not in said.getvalue():

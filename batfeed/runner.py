@@ -13,9 +13,13 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import zmq
+from batsim.network import NetworkHandler
+
+from batfeed.crash import SchedulerError, callback_error, debug_enabled, message_error, scheduler_time
 from batfeed.engine import EngineConfig, SimulationResult, load_simulation
 from batfeed.engine.direct import DirectDriver, supports_direct
-from batfeed.engine.transport import InProcessTransport, ZmqTransport
+from batfeed.engine.transport import InProcessTransport, ZmqTransport, endpoint_error
 from batfeed.errors import BatfeedError
 from batfeed.registry import make_scheduler
 
@@ -37,7 +41,8 @@ def launch_scheduler_process(name: str, options: dict[str, Any], port: int) -> s
            "--options", json.dumps(options)]
     # stderr goes to a file, not a pipe: a pipe nobody reads blocks a chatty scheduler after 64 KiB
     log = tempfile.TemporaryFile()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **({"BATFEED_DEBUG": "1"} if debug_enabled() else {})}
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
     proc.stderr = log  # type: ignore[assignment]  # read back by _alive_checker
     return proc
 
@@ -57,6 +62,11 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
     ``driver`` (in-process transport): ``"direct"`` (the engine calls the scheduler's callbacks),
     ``"pybatsim"`` (messages through pybatsim's ``Batsim`` class) or ``"auto"`` (direct for the
     schedulers that support it, :func:`batfeed.engine.direct.supports_direct`)."""
+    if timeout_s is not None and (transport != "zmq" or not timeout_s > 0):
+        raise BatfeedError(f"--timeout must be > 0 seconds (got {timeout_s:g})" if transport == "zmq" else
+                           "--timeout needs --transport zmq (an in-process scheduler runs in this process; "
+                           "Ctrl-C stops it)")
+    label, context = scheduler, f"user model {users}" if users else ""
     if users is not None:
         scheduler, options, workloads, dynamic = _user_model_setup(scheduler, options, workloads, users,
                                                                    user_options)
@@ -64,6 +74,9 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                           enable_profile_reuse=profile_reuse, forward_profiles_on_submission=forward_profiles,
                           forward_unknown_events=forward_unknown, sched_config=sched_config)
     sim = load_simulation(platform, workloads, events, config, master_host, mmax)
+    from batfeed.schedulers.backfill import walltime_warnings
+    for line in walltime_warnings(scheduler, sim.workloads.values()):   # EASY & co. without walltimes
+        print(line, file=sys.stderr)
     bar = None
     if progress and sim.nb_static >= 5000:
         from tqdm import tqdm
@@ -72,12 +85,14 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         def on_progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
         sim.on_progress = on_progress
-    proc = None
+    proc = sched = None
+    ok = False
     try:
         if transport == "inprocess":
             if scheduler is None:
                 raise BatfeedError("the in-process transport needs a scheduler name")
-            link: Any = in_process_driver(make_scheduler(scheduler, options), driver)
+            sched = make_scheduler(scheduler, options)
+            link: Any = in_process_driver(sched, driver)
         elif transport == "zmq":
             check = None
             if scheduler is not None:
@@ -88,12 +103,21 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
             link = ZmqTransport(socket, timeout_s, check)
         else:
             raise BatfeedError(f"unknown transport '{transport}' (inprocess or zmq)")
-        result = sim.run(link, export)
+        try:
+            result = sim.run(link, export)
+        except BatfeedError:
+            raise
+        except Exception as err:           # the scheduler's own code failed (not the engine's, see crash.py)
+            crash = callback_error(err, str(label), sched, sim.clock, context)
+            if crash is None:
+                raise
+            raise crash from err
+        ok = True
     finally:
         if bar is not None:
             bar.close()
         if proc is not None:
-            _reap(proc)
+            _reap(proc, wait=ok)
     return result
 
 
@@ -127,17 +151,23 @@ def _user_model_setup(scheduler: str | None, options: dict[str, Any] | None, wor
 def _alive_checker(proc: subprocess.Popen[bytes], name: str) -> Callable[[], None]:
     def check() -> None:
         if proc.poll() is not None:
-            err = []
+            err = ""
             if proc.stderr is not None:
                 proc.stderr.seek(0)
-                err = proc.stderr.read().decode(errors="replace").strip().splitlines()
-            tail = err[-1] if err else "no error output"
-            raise BatfeedError(f"scheduler '{name}' exited (code {proc.returncode}) without answering: {tail}")
+                err = proc.stderr.read().decode(errors="replace").strip()
+            lines = err.splitlines()
+            tail = lines[-1].removeprefix("batfeed schedule: error: ") if lines else "no error output"
+            if tail.startswith("scheduler '") and " raised " in tail:     # its own one-line report (crash.py)
+                tail = f"scheduler '{name}'" + tail[tail.index("'", len("scheduler '")) + 1:]  # not the resolved path
+                raise SchedulerError(f"{tail} (the scheduler process exited with code {proc.returncode})", err)
+            raise SchedulerError(f"scheduler '{name}' exited (code {proc.returncode}) without answering: {tail}",
+                                 err)
     return check
 
 
-def _reap(proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 10
+def _reap(proc: subprocess.Popen[bytes], wait: bool = True) -> None:
+    """Let a scheduler process finish (10 s at most) after a run; kill it at once after a failure."""
+    deadline = time.monotonic() + (10 if wait else 0)
     while proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     if proc.poll() is None:
@@ -145,3 +175,57 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
     if proc.stderr is not None:
         proc.stderr.close()
+
+
+def serve_scheduler(name: str, options: dict[str, Any], endpoint: str, timeout_s: float | None = None) -> int:
+    """``batfeed schedule``: serve scheduler ``name`` to a Batsim at ``endpoint`` (REP, bound) with
+    pybatsim's launcher.  A bind failure, ``timeout_s`` without a message from Batsim and an exception
+    in the scheduler's code are one-line errors (:class:`BatfeedError`)."""
+    import batsim.batsim as pybatsim
+    from batsim.tools.launcher import launch_scheduler
+
+    if timeout_s is not None and not timeout_s > 0:
+        raise BatfeedError(f"--timeout must be > 0 seconds (got {timeout_s:g})")
+    scheduler = make_scheduler(name, options)
+    original = pybatsim.NetworkHandler
+    pybatsim.NetworkHandler = lambda endpoint, timeout=None, type=zmq.REP: _Handler(endpoint, timeout_s, type)
+    try:
+        return launch_scheduler(scheduler, endpoint, None, scheduler.options, -1, False)
+    except BatfeedError:
+        raise
+    except Exception as err:
+        t = scheduler_time(scheduler)
+        crash = callback_error(err, name, scheduler, t) or message_error(err, t)
+        if crash is None:
+            raise
+        raise crash from err
+    finally:
+        pybatsim.NetworkHandler = original
+
+
+class _Handler(NetworkHandler):
+    """pybatsim's socket handler with one-line bind errors and batfeed's ``--timeout`` (per message)."""
+
+    def __init__(self, endpoint: str, timeout_s: float | None, kind: int):
+        super().__init__(endpoint, -1, kind)
+        self.timeout_s = timeout_s
+
+    def bind(self) -> None:
+        try:
+            super().bind()
+        except zmq.ZMQError as err:
+            self.close()
+            raise BatfeedError(endpoint_error("bind", self.socket_endpoint, err)) from None
+
+    def recv_string(self, blocking: bool = False) -> str | None:
+        limit = None if self.timeout_s is None else time.monotonic() + self.timeout_s
+        while not self.connection.poll(_slice_ms(limit)):
+            if limit is not None and time.monotonic() >= limit:
+                raise BatfeedError(f"no message from Batsim within {self.timeout_s:g} s (the scheduler listens at "
+                                   f"{self.socket_endpoint})")
+        return super().recv_string(blocking=True)
+
+
+def _slice_ms(limit: float | None) -> int:
+    """How long to wait for a message before looking at the clock again: 500 ms, less near ``limit``."""
+    return 500 if limit is None else int(min(500, max(1, (limit - time.monotonic()) * 1000)))

@@ -259,9 +259,9 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
         res = _score(k, window, room, wdir / f"{name}_jobs.csv", mid - a, wall, wdir / f"{name}_errors.csv")
         results.append(res)
         cj, cmean, cmed, _ = res.contention
-        log(f"week {k}: {res.jobs} jobs scored ({res.unscored} not), error mean {res.mean:.0f} s, median "
-            f"{res.median:.0f} s, std {res.std:.0f} s; {cj} contention-bound jobs: mean {cmean:.0f} s, "
-            f"median {cmed:.0f} s; simulated in {wall:.2f} s")
+        log(f"week {k}: {res.jobs} jobs scored ({res.unscored} not), error mean {seconds(res.mean)}, median "
+            f"{seconds(res.median)}, std {seconds(res.std)}; {cj} contention-bound jobs: mean {seconds(cmean)}, "
+            f"median {seconds(cmed)}; simulated in {wall:.2f} s")
         if plots:
             _plot_week(out / "plots", name, k, window, data["profiles"], wdir / f"{name}_jobs.csv", res,
                        nb_res, mid - a, interval)
@@ -270,6 +270,11 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
     if plots:
         _plot_summary(out, results, interval)
     return results
+
+
+def seconds(x: float) -> str:
+    """``"12 s"``, or ``"n/a"`` for a statistic over no job (NaN)."""
+    return "n/a" if math.isnan(x) else f"{x:.0f} s"
 
 
 def _sim_rows(jobs_csv: Path) -> dict[str, dict[str, str]]:

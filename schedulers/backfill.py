@@ -24,28 +24,31 @@ maintenance windows), and handles the machines' life:
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from batfeed.schedulers.base import BatfeedScheduler, make_procset, procset_intervals
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
-from batfeed.schedulers.policies import POLICIES
+from batfeed.schedulers.options import Option, OptionError, validate
 from batfeed.schedulers.profile import Profile
 from batfeed.schedulers.resources import Intervals, count, intersect, parse, subtract, union
 from batsim.batsim import Job
 from procset import ProcSet
 
-from batfeed.errors import BatfeedError
-
 log = logging.getLogger("batfeed.schedulers")
 
 ON_MACHINE_DOWN = ("ignore", "kill-resubmit", "kill-drop")
-
-
-class OptionError(BatfeedError, ValueError):
-    """Bad scheduler option (one line, names the option)."""
+POLICY = Option("policy", "policy", "FCFS", "primary queue order P (ties: submission order)")
+ON_DOWN = Option("on_machine_down", "choice", "ignore", "jobs running on machines that become unavailable: "
+                 "continue (ignore, as in Batsim), are killed (kill-drop) or killed and resubmitted as "
+                 "<id>#resub<n> (kill-resubmit, needs --enable-dynamic-jobs)", choices=ON_MACHINE_DOWN)
+MAINTENANCE = Option("maintenance", "maintenance", None, "planned windows: no job whose span [t, t + walltime) "
+                     "overlaps a window uses its machines", nullable=True)
+__all__ = ["BackfillScheduler", "OptionError", "load_maintenance", "walltime_warnings", "ON_MACHINE_DOWN"]
 
 
 def load_maintenance(spec: Any) -> list[tuple[float, float, Intervals]]:
@@ -100,10 +103,36 @@ def _windows_from_events(path: str) -> list[tuple[float, float, Intervals]]:
     return sorted((s, e, union(ivs, [])) for (s, e), ivs in spans.items() if e > s)
 
 
+def walltime_warnings(scheduler: str | None, workloads: Iterable[Any]) -> list[str]:
+    """One line per static workload with jobs without walltime, when ``scheduler`` (a batfeed name or
+    ``module:Class``) relies on walltimes (``NEEDS_WALLTIME``): such jobs count as never ending."""
+    from batfeed.registry import BUILTIN
+
+    target = BUILTIN.get(str(scheduler).lower(), str(scheduler))
+    module, _, name = target.partition(":")
+    if not name or "/" in target or not module.startswith("batfeed."):
+        return []
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return []                  # make_scheduler reports it
+    if not getattr(cls, "NEEDS_WALLTIME", False):
+        return []
+    out = []
+    for w in workloads:
+        n = sum(1 for j in w.jobs if j.walltime <= 0)
+        if n:
+            out.append(f"warning: {n} of {len(w.jobs)} jobs of {w.name} have no walltime: {cls.__name__} counts "
+                       "them as never ending, so it cannot reserve or backfill around them (give walltimes, e.g. "
+                       "batfeed convert --walltime-fallback)")
+    return out
+
+
 class BackfillScheduler(BatfeedScheduler):
     """Base of the backfilling algorithms; subclasses implement ``schedule()`` and extend ``OPTIONS``."""
 
-    OPTIONS: dict[str, Any] = {"policy": "FCFS", "on_machine_down": "ignore", "maintenance": None}
+    OPTIONS: dict[str, Option] = {o.name: o for o in (POLICY, ON_DOWN, MAINTENANCE)}
+    NEEDS_WALLTIME = True           # reservations and backfilling use the requested times
     trace_reservations = False      # tests: also record reservations when no machine is free
     PROFILE_ENDS_IN_STEPS = False   # True for schedulers calling Profile.earliest() at every decision
 
@@ -127,23 +156,8 @@ class BackfillScheduler(BatfeedScheduler):
     # ---------------------------------------------------------------- options
     @classmethod
     def parse_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        name = cls.__name__
-        unknown = sorted(set(options) - set(cls.OPTIONS))
-        if unknown:
-            raise OptionError(f"unknown option '{unknown[0]}' for {name} (known: {', '.join(sorted(cls.OPTIONS))})")
-        opts = {**cls.OPTIONS, **options}
-        for key in ("policy", "backfill_policy"):
-            if key in cls.OPTIONS and opts[key] is not None and str(opts[key]).upper() not in POLICIES:
-                raise OptionError(f"option '{key}': unknown queue policy '{opts[key]}' "
-                                  f"(known: {', '.join(POLICIES)})")
-        if "theta" in cls.OPTIONS and opts["theta"] is not None:
-            if isinstance(opts["theta"], bool) or not isinstance(opts["theta"], int | float) or opts["theta"] < 0:
-                raise OptionError(f"option 'theta' must be a number of seconds >= 0 or null, got {opts['theta']!r}")
-            opts["theta"] = float(opts["theta"])
-        if opts["on_machine_down"] not in ON_MACHINE_DOWN:
-            raise OptionError(f"option 'on_machine_down' must be one of {', '.join(ON_MACHINE_DOWN)}, "
-                              f"got {opts['on_machine_down']!r}")
-        return opts
+        """The options with their defaults, validated against ``OPTIONS`` (:mod:`options`)."""
+        return validate(cls.OPTIONS, options, cls.__name__)
 
     def make_queue(self) -> WaitQueue:
         o = self.opts
@@ -211,7 +225,11 @@ class BackfillScheduler(BatfeedScheduler):
         if mode == "ignore" or not hit:
             return
         jobs = [self.bs.jobs[j] for j in hit]
-        self.bs.kill_jobs(jobs)
+        for job in jobs:
+            # one KILL_JOB per job: a job ending at this very instant is absent from its JOB_KILLED's
+            # job_progress (Batsim's killer finds it finished), and pybatsim 3.2.1 raises KeyError on
+            # a JOB_KILLED whose job_progress lacks some but not all of its jobs
+            self.bs.kill_jobs([job])
         self._killing.update(hit)
         self.downtime_killed += hit
         for job in jobs:

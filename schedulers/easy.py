@@ -47,20 +47,26 @@ machines outside the windows its span would overlap are free.
 
 from __future__ import annotations
 
-from batfeed.schedulers.backfill import BackfillScheduler, OptionError
+from batfeed.schedulers.backfill import BackfillScheduler
 from batfeed.schedulers.jobqueue import Entry, ScanState
+from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
 
 INF = float("inf")
 
 
 class Easy(BackfillScheduler):
-    OPTIONS = {**BackfillScheduler.OPTIONS, "backfill_policy": None, "theta": 144000.0, "reservation": "count"}
+    OPTIONS = specs(BackfillScheduler.OPTIONS.values(), [
+        Option("backfill_policy", "policy", None, "backfill order B (null: the same as policy)", nullable=True),
+        Option("theta", "number", 144000.0, "starvation threshold: jobs waiting longer go first, by submission "
+               "(null: none)", minimum=0, nullable=True, unit="seconds"),
+        Option("reservation", "choice", "count", "count: the head reserves a number of machines (the paper); "
+               "machines: the lowest machines free at its reserved start (batsched easy_bf)",
+               choices=("count", "machines")),
+    ])
 
     def __init__(self, options=None):
         super().__init__(options)
-        if self.opts["reservation"] not in ("count", "machines"):
-            raise OptionError(f"option 'reservation' must be 'count' or 'machines', got {self.opts['reservation']!r}")
         self.machines_mode = self.opts["reservation"] == "machines"
         self._idle: tuple | None = None     # (profile version, free, head, shadow, extra) of a decision
                                             # that started nothing

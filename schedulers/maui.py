@@ -93,6 +93,7 @@ from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, ScanState, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
 from batsim.batsim import Job
@@ -134,7 +135,14 @@ def _field(job: Job, *names: str, default: str) -> str:
 
 
 class Maui(BackfillScheduler):
-    OPTIONS = {"on_machine_down": "ignore", "maintenance": None, "config": None, "interval": None, "poll": False}
+    OPTIONS = specs([BackfillScheduler.OPTIONS["on_machine_down"], BackfillScheduler.OPTIONS["maintenance"]], [
+        Option("config", "path", None, "maui.cfg (subset, see docs/maui.md; null: Maui 3.2's defaults)",
+               nullable=True, expect="the path of a maui.cfg"),
+        Option("interval", "number", None, "scheduling interval (RMPOLLINTERVAL): decisions only at first "
+               "submission + k*interval; null or 0: event-driven; absent: the config's RMPOLLINTERVAL if any",
+               minimum=0, nullable=True, unit="seconds"),
+        Option("poll", "bool", False, "with interval: iterate at every step while jobs wait (Maui's loop)"),
+    ])
     PROFILE_ENDS_IN_STEPS = True
 
     def __init__(self, options: dict[str, Any] | None = None):
@@ -167,19 +175,6 @@ class Maui(BackfillScheduler):
         self._idle: tuple | None = None
         self.t0: float | None = None                             # first submission: the interval grid
         self.iterations = 0
-
-    @classmethod
-    def parse_options(cls, options: dict[str, Any]) -> dict[str, Any]:
-        opts = super().parse_options(options)
-        if opts["config"] is not None and not isinstance(opts["config"], str):
-            raise OptionError(f"option 'config' must be the path of a maui.cfg, got {opts['config']!r}")
-        iv = opts["interval"]
-        if iv is not None and (isinstance(iv, bool) or not isinstance(iv, int | float) or not math.isfinite(iv)
-                               or iv < 0):
-            raise OptionError(f"option 'interval' must be a number of seconds >= 0 or null, got {iv!r}")
-        if not isinstance(opts["poll"], bool):
-            raise OptionError(f"option 'poll' must be true or false, got {opts['poll']!r}")
-        return opts
 
     def make_queue(self) -> WaitQueue:
         return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration

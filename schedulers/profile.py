@@ -120,6 +120,8 @@ class Profile:
             self._maxes[b] = self._keys[b][-1]
 
     def set_ret(self, jid: str, ret: int) -> None:
+        if jid not in self.jobs:      # not tracked (FCFS keeps no running jobs here)
+            return
         self.version += 1
         b, i = self._locate(jid)
         d = ret - self._rets[b][i]

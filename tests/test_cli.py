@@ -116,8 +116,10 @@ def test_convert_swf_lenient_bad_line_is_dropped_and_reported(tmp_path: Path, ca
 
 
 def test_convert_unknown_format_and_missing_input(tmp_path: Path, capsys) -> None:
-    assert main(["convert", "gwf", str(TINY), "-o", str(tmp_path)]) == 1
-    assert "converter 'gwf' is not available yet" in one_line_error(capsys.readouterr().err, "convert")
+    with pytest.raises(SystemExit) as exc:  # one sub-parser per format: a usage error (exit 2)
+        main(["convert", "gwf", str(TINY), "-o", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "argument FORMAT: invalid choice: 'gwf' (choose from 'swf'," in capsys.readouterr().err
     assert main(["convert", "swf", str(tmp_path / "nope.swf"), "-o", str(tmp_path)]) == 1
     assert "nope.swf: no such file" in one_line_error(capsys.readouterr().err, "convert")
 
@@ -307,7 +309,7 @@ def test_demo_small(tmp_path: Path, capsys) -> None:
     assert "300 jobs in" in stdout
     assert f"batfeed metrics: {out / 'fcfs_jobs.csv'}" in stdout
     assert "jobs                                     300" in stdout
-    assert "resources N                            100 (argument)" in stdout
+    assert "resources N                            100 (given)" in stdout
     for name in ("fcfs_jobs.csv", "fcfs_schedule.csv", "fcfs_machine_states.csv", "inputs/kth_first_300.json"):
         assert (out / name).is_file(), name
     with open(out / "fcfs_jobs.csv", newline="") as f:

@@ -111,7 +111,8 @@ def test_batfeed_schedulers_use_only_the_facade():
     assert {"time", "execute_jobs", "reject_jobs", "kill_jobs", "register_job"} <= set().union(*seen.values())
 
 
-def test_driver_choice():
+def test_driver_choice(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)            # pybatsim's batsim.sched writes out_events.csv in the cwd
     assert supports_direct(make_scheduler("easy"))
     assert not supports_direct(make_scheduler("schedFcfs"))
     assert isinstance(in_process_driver(make_scheduler("fcfs")), DirectDriver)

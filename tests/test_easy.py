@@ -240,14 +240,16 @@ def test_rejects_jobs_larger_than_the_machine_with_a_reason(tmp_path, caplog):
 
 
 @pytest.mark.parametrize("options, message", [
-    ({"polcy": "SQF"}, "unknown option 'polcy' for Easy (known: backfill_policy, maintenance, "
-                       "on_machine_down, policy, reservation, theta)"),
-    ({"policy": "XYZ"}, "option 'policy': unknown queue policy 'XYZ'"),
-    ({"backfill_policy": 3}, "option 'backfill_policy': unknown queue policy '3'"),
-    ({"theta": "1h"}, "option 'theta' must be a number of seconds >= 0 or null, got '1h'"),
-    ({"theta": -1}, "option 'theta' must be a number of seconds >= 0 or null, got -1"),
-    ({"reservation": "nodes"}, "option 'reservation' must be 'count' or 'machines', got 'nodes'"),
-    ({"on_machine_down": "kill"}, "option 'on_machine_down' must be one of ignore, kill-resubmit, kill-drop"),
+    ({"polcy": "SQF"}, "unknown option 'polcy' for Easy (did you mean 'policy'?; known: backfill_policy, "
+                       "maintenance, on_machine_down, policy, reservation, theta)"),
+    ({"policy": "XYZ"}, "option 'policy' for Easy must be a queue policy (FCFS, LCFS, SPF, LPF, LQF, SQF, "),
+    ({"policy": "fcf"}, "got \"fcf\" (did you mean \"FCFS\"?)"),
+    ({"backfill_policy": 3}, "option 'backfill_policy' for Easy must be a queue policy (FCFS, "),
+    ({"theta": "1h"}, "option 'theta' for Easy must be a number of seconds >= 0 or null, got \"1h\""),
+    ({"theta": -1}, "option 'theta' for Easy must be a number of seconds >= 0 or null, got -1"),
+    ({"reservation": "nodes"}, "option 'reservation' for Easy must be one of \"count\", \"machines\", got \"nodes\""),
+    ({"on_machine_down": "kill"}, "option 'on_machine_down' for Easy must be one of \"ignore\", \"kill-resubmit\", "
+                                  "\"kill-drop\", got \"kill\" (did you mean \"kill-drop\"?)"),
     ({"maintenance": [{"start": 5, "end": 1, "machines": "0"}]}, "bad maintenance window"),
     ({"maintenance": [{"start": 5}]}, "bad maintenance window {'start': 5}: need start, end and machines"),
     ({"maintenance": "/nonexistent/ev.txt"}, "cannot read events file /nonexistent/ev.txt"),
@@ -272,7 +274,7 @@ def test_options_through_the_cli(tmp_path, capsys):
     assert main(["simulate", str(plat), str(wl), "--scheduler", "easy", "--options", '{"policy": "SQX"}',
                  "--export", str(tmp_path / "o")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "option 'policy': unknown queue policy 'SQX' (known: FCFS, LCFS, SPF, LPF, " in err[0]
+    assert len(err) == 1 and "option 'policy' for Easy must be a queue policy (FCFS, LCFS, SPF, LPF, " in err[0]
 
 
 # ------------------------------------------------------------------------------------------ 9

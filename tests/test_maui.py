@@ -339,11 +339,11 @@ def test_rmpollinterval_of_the_config_and_option_precedence(tmp_path):
 
 # ------------------------------------------------------------------------------ options, CLI
 @pytest.mark.parametrize("options, message", [
-    ({"policy": "SJF"}, "unknown option 'policy' for Maui"),
-    ({"interval": -5}, "option 'interval' must be a number of seconds >= 0 or null, got -5"),
-    ({"interval": "5s"}, "option 'interval' must be a number of seconds >= 0 or null"),
-    ({"config": 3}, "option 'config' must be the path of a maui.cfg"),
-    ({"poll": 1}, "option 'poll' must be true or false"),
+    ({"policy": "SJF"}, "unknown option 'policy' for Maui (did you mean 'poll'?; known: config, interval, "),
+    ({"interval": -5}, "option 'interval' for Maui must be a number of seconds >= 0 or null, got -5"),
+    ({"interval": "5s"}, "option 'interval' for Maui must be a number of seconds >= 0 or null, got \"5s\""),
+    ({"config": 3}, "option 'config' for Maui must be the path of a maui.cfg or null, got 3"),
+    ({"poll": 1}, "option 'poll' for Maui must be true or false, got 1"),
 ])
 def test_bad_options(options, message):
     with pytest.raises(OptionError) as info:

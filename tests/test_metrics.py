@@ -132,7 +132,7 @@ def test_non_finite_stretch_and_reordered_header(tmp_path: Path) -> None:
     df = read_jobs_csv(path)
     assert df["allocated_resources"].tolist() == ["0-3"] and df["stretch"].tolist() == [np.inf]
     m = compute_metrics(df)
-    assert m["slowdown"] == {"mean": None, "max": None, "nb_undefined": 1}
+    assert m["slowdown"] == {**dict.fromkeys(("mean", "median", "p50", "p90", "p99", "max")), "nb_undefined": 1}
     assert m["bounded_slowdown"]["mean"] == 1.0  # max(1, 0 / max(0, 10))
     assert m["batsim_means"]["mean_slowdown"] is None  # inf -> None
     json.dumps(m, allow_nan=False)
@@ -172,22 +172,26 @@ def test_counts(small: Path) -> None:
 def test_per_job_metrics(small: Path) -> None:
     m = compute_metrics(small)
     # wait over executed jobs: 0, 15, 20, 10 -> mean 45/4 = 11.25, median (10+15)/2 = 12.5, max 20
-    assert m["wait"] == pytest.approx({"mean": 11.25, "median": 12.5, "max": 20.0})
+    # percentiles interpolate linearly (numpy): sorted 0 10 15 20 -> p90 at rank 2.7 = 18.5, p99 = 19.85
+    assert m["wait"] == pytest.approx({"mean": 11.25, "median": 12.5, "p50": 12.5, "p90": 18.5, "p99": 19.85,
+                                       "max": 20.0})
     # response: 20, 45, 20, 15 -> mean 100/4 = 25, sorted 15 20 20 45 -> median 20, max 45
-    assert m["response"] == pytest.approx({"mean": 25.0, "median": 20.0, "max": 45.0})
+    assert {k: m["response"][k] for k in ("mean", "median", "max")} == pytest.approx(
+        {"mean": 25.0, "median": 20.0, "max": 45.0})
     # slowdown R/p: 20/20 = 1, 45/30 = 1.5, job3 p=0 undefined, 15/5 = 3 -> mean 5.5/3, max 3
     assert m["slowdown"]["mean"] == pytest.approx(5.5 / 3)
     assert m["slowdown"]["max"] == pytest.approx(3.0)
     assert m["slowdown"]["nb_undefined"] == 1
     # BSLD tau=10: max(1, 20/20)=1, 45/30=1.5, 20/max(0,10)=2, 15/max(5,10)=1.5 -> mean 6/4=1.5, max 2
     assert m["tau"] == 10.0
-    assert m["bounded_slowdown"] == pytest.approx({"mean": 1.5, "max": 2.0})
+    assert {k: m["bounded_slowdown"][k] for k in ("mean", "max")} == pytest.approx({"mean": 1.5, "max": 2.0})
+    assert m["slowdown"]["p50"] == pytest.approx(1.5) and m["bounded_slowdown"]["p50"] == pytest.approx(1.5)
 
 
 def test_bsld_tau(small: Path) -> None:
     # tau=60: 20/60, 45/60, 20/60, 15/60 all < 1 -> every BSLD is 1
     m = compute_metrics(small, tau=60)
-    assert m["bounded_slowdown"] == pytest.approx({"mean": 1.0, "max": 1.0})
+    assert m["bounded_slowdown"] == pytest.approx(dict.fromkeys(("mean", "median", "p50", "p90", "p99", "max"), 1.0))
     assert m["tau"] == 60.0
     with pytest.raises(ValueError):
         compute_metrics(small, tau=0)
@@ -267,8 +271,8 @@ def test_empty_file(mdir: Path) -> None:
     m = compute_metrics(mdir / "empty_jobs.csv")
     assert m["nb_jobs"] == 0 and m["nb_executed"] == 0
     assert m["by_state"] == dict.fromkeys(FINAL_STATES, 0)
-    assert m["wait"] == {"mean": None, "median": None, "max": None}
-    assert m["bounded_slowdown"] == {"mean": None, "max": None}
+    assert m["wait"] == dict.fromkeys(("mean", "median", "p50", "p90", "p99", "max"))
+    assert m["bounded_slowdown"] == dict.fromkeys(("mean", "median", "p50", "p90", "p99", "max"))
     for key in ("makespan", "makespan_from_zero", "first_submit", "throughput_per_hour", "utilisation"):
         assert m[key] is None
     assert m["nb_resources"] is None
@@ -278,7 +282,7 @@ def test_empty_file(mdir: Path) -> None:
         "mean_slowdown": None,
     }
     json.dumps(m, allow_nan=False)
-    assert "0" in format_metrics(m)
+    assert "0" in format_metrics(m) and "nan" not in format_metrics(m) and "n/a" in format_metrics(m)
 
 
 def test_all_rejected(mdir: Path) -> None:
@@ -304,7 +308,7 @@ def test_format_metrics(small: Path) -> None:
         "55.000",  # makespan
         "155.000",  # makespan from 0
         "0.4026",  # utilisation 155/385
-        "7 (inferred)",
+        "7 (inferred from the highest allocated machine id, a lower bound: give --platform or --nb-resources)",
         "400001.100",  # Batsim mean slowdown
         "rejected jobs excluded",
         "COMPLETED_KILLED",

@@ -117,7 +117,7 @@ def test_errors(tmp_path: Path) -> None:
         UserModelScheduler({"users": "bogus", "trace": str(SIX)})
     with pytest.raises(UserModelError, match="needs option 'trace'"):
         UserModelScheduler({"users": "rigid"})
-    with pytest.raises(UserModelError, match="graph must be"):
+    with pytest.raises(UserModelError, match="option .graph. for user model .a60. must be one of"):
         UserModelScheduler({"users": "a60", "trace": str(SIX), "graph": "dense"})
     with pytest.raises(BatfeedError, match="exactly one recorded trace"):
         run_simulation(SMALL_4, [SIX, SIX], scheduler="fcfs", users="rigid")

@@ -75,7 +75,8 @@ def crash_log(log: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------- 1
-def test_pybatsim_schedfcfs_launcher_over_zmq_matches_hand_schedule_and_inprocess(tmp_path: Path) -> None:
+def test_pybatsim_schedfcfs_launcher_over_zmq_matches_hand_schedule_and_inprocess(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
     """pybatsim's own launcher + its shipped ``schedFcfs`` drive the engine over ZeroMQ.
 
     schedFcfs = pybatsim's high-level filler_sched(abort_on_first_nonfitting=True,
@@ -115,6 +116,7 @@ def test_pybatsim_schedfcfs_launcher_over_zmq_matches_hand_schedule_and_inproces
         "5": (11.0, 12.0, "3", ok),
     }
     # the very same scheduler run in this process gives the same _jobs.csv, byte for byte
+    monkeypatch.chdir(tmp_path)            # pybatsim's batsim.sched writes out_events.csv in the cwd
     simulate(platform, [workload], make_scheduler("schedFcfs"), export=tmp_path / "inproc")
     assert (tmp_path / "zmq_jobs.csv").read_bytes() == (tmp_path / "inproc_jobs.csv").read_bytes()
 

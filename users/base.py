@@ -63,18 +63,18 @@ Platform scaling (options of this layer, common to every model):
 - node count: give a platform with that many nodes (``batfeed platform N``); jobs larger than the
   platform are rejected by the scheduler, and a rejection releases dependent sessions.
 
-Options: ``scheduler`` (default ``fcfs``), ``scheduler_options`` (JSON object), ``users`` (model
-name: ``rigid``, ``feedback``, ``a0``/``think-time``, ``a60``), ``trace`` (workload JSON or SWF),
-``workload_name`` (dynamic workload, default ``replay``; ``_jobs.csv`` job ids stay the trace's),
-``speed_factor`` (1), ``kill_at_walltime`` (true), plus the model's own options.
+Options: :data:`batfeed.users.options.LAYER_SPECS` plus the model's own (``batfeed schedulers`` lists them).
 """
 
 from __future__ import annotations
 
+import difflib
 import heapq
 import logging
 from typing import Any, ClassVar
 
+from batfeed.schedulers.options import Option, unknown_message, validate
+from batfeed.users.options import LAYER_SPECS
 from batfeed.users.trace import Trace, TraceJob, load_trace
 from batsim.batsim import BatsimScheduler, Job
 
@@ -99,18 +99,13 @@ class UserModel:
     """
 
     name: ClassVar[str] = "?"
-    OPTIONS: ClassVar[dict[str, Any]] = {}   # accepted options and their defaults
-    FIXED: ClassVar[dict[str, Any]] = {}     # option values a preset (a0, a60) imposes
+    OPTIONS: ClassVar[dict[str, Option]] = {}   # accepted options (specs: batfeed.schedulers.options)
+    FIXED: ClassVar[dict[str, Any]] = {}        # option values a preset (a0, a60) imposes
 
     def __init__(self, trace: Trace, options: dict[str, Any] | None = None):
         self.trace = trace
-        self.opts = dict(self.OPTIONS)
-        unknown = sorted(set(options or {}) - set(self.OPTIONS))
-        if unknown:
-            known = ", ".join(self.OPTIONS) or "none"
-            raise UserModelError(f"user model '{self.name}': unknown option(s) {', '.join(unknown)} "
-                                 f"(its options: {known}; the layer's: {', '.join(LAYER_OPTIONS)})")
-        self.opts.update(options or {})
+        self.opts = validate(self.OPTIONS, options, f"user model '{self.name}'", UserModelError, LAYER_OPTIONS,
+                             "the user-model layer")
         self.opts.update(self.FIXED)
         self._due: list[tuple[float, int]] = []
         self.nb_submitted = 0
@@ -152,13 +147,19 @@ class UserModel:
         return self.nb_submitted == len(self.trace.jobs)
 
 
-def make_model(name: str, trace: Trace, options: dict[str, Any] | None = None) -> UserModel:
+def model_class(name: str) -> type[UserModel]:
     from batfeed.users import MODELS
 
-    key = name.lower()
+    key = str(name).lower()
     if key not in MODELS:
-        raise UserModelError(f"unknown user model '{name}' (available: {', '.join(MODELS)})")
-    return MODELS[key](trace, options)
+        close = difflib.get_close_matches(key, list(MODELS), 1)
+        hint = f"did you mean '{close[0]}'?; " if close else ""
+        raise UserModelError(f"unknown user model '{name}' ({hint}available: {', '.join(MODELS)})")
+    return MODELS[key]
+
+
+def make_model(name: str, trace: Trace, options: dict[str, Any] | None = None) -> UserModel:
+    return model_class(name)(trace, options)
 
 
 class _LayerWarningsFilter(logging.Filter):
@@ -173,8 +174,7 @@ class _LayerWarningsFilter(logging.Filter):
 
 _LAYER_FILTER = _LayerWarningsFilter()
 
-LAYER_OPTIONS = ("scheduler", "scheduler_options", "users", "trace", "workload_name", "speed_factor",
-                 "kill_at_walltime")
+LAYER_OPTIONS = tuple(LAYER_SPECS)
 
 
 class UserModelScheduler(BatsimScheduler):
@@ -186,26 +186,28 @@ class UserModelScheduler(BatsimScheduler):
         super().__init__(options)
         logging.getLogger("batsim.batsim").addFilter(_LAYER_FILTER)   # idempotent
         self._bs: Any = None
+        layer = {k: v for k, v in options.items() if k in LAYER_SPECS}
+        model_opts = {k: v for k, v in options.items() if k not in LAYER_SPECS}
+        if model is not None and model_opts:
+            raise UserModelError(unknown_message(sorted(model_opts)[0], "the user-model layer", LAYER_SPECS))
+        opts = validate(LAYER_SPECS, layer, "the user-model layer", UserModelError)
+        if model is None:
+            for key, what in (("trace", "the recorded workload to replay"), ("users", "rigid, feedback, a0, a60")):
+                if opts[key] is None:
+                    raise UserModelError(f"the user-model layer needs option '{key}' ({what})")
+            validate(model_class(opts["users"]).OPTIONS, model_opts, f"user model '{opts['users']}'",
+                     UserModelError, LAYER_SPECS, "the user-model layer")     # before loading the trace
         if inner is None:
             from batfeed.registry import make_scheduler
 
-            inner = make_scheduler(str(options.get("scheduler", "fcfs")), options.get("scheduler_options") or {})
+            inner = make_scheduler(opts["scheduler"], opts["scheduler_options"] or {})
         self.inner = inner
         if model is None:
-            if not options.get("trace"):
-                raise UserModelError("the user-model layer needs option 'trace' (the recorded workload to replay)")
-            if not options.get("users"):
-                raise UserModelError("the user-model layer needs option 'users' (rigid, feedback, a0, a60)")
-            model_opts = {k: v for k, v in options.items() if k not in LAYER_OPTIONS}
-            model = make_model(str(options["users"]), load_trace(options["trace"]), model_opts)
+            model = make_model(opts["users"], load_trace(opts["trace"]), model_opts)
         self.model = model
-        self.workload_name = str(options.get("workload_name", "replay"))
-        if "!" in self.workload_name or not self.workload_name:
-            raise UserModelError(f"workload_name must be non-empty without '!' (got {self.workload_name!r})")
-        self.speed_factor = float(options.get("speed_factor", 1.0))
-        if not self.speed_factor > 0:
-            raise UserModelError(f"speed_factor must be > 0 (got {self.speed_factor})")
-        self.kill_at_walltime = bool(options.get("kill_at_walltime", True))
+        self.workload_name = opts["workload_name"]
+        self.speed_factor = opts["speed_factor"]
+        self.kill_at_walltime = opts["kill_at_walltime"]
         self.ack = False
         self.profile_reuse = False
         self.registration_finished = False

@@ -54,7 +54,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
-from batfeed.users.base import UserModel, UserModelError
+from batfeed.schedulers.options import Option
+from batfeed.users.base import UserModel
+from batfeed.users.options import GRAPH, THRESHOLD
 from batfeed.users.sessions import UserGraph, build_graphs
 from batfeed.users.trace import Trace
 
@@ -92,19 +94,16 @@ class _UserState:
 
 
 class FeedbackReplay(UserModel):
-    """Options: ``threshold_min`` (session threshold in minutes, default 60), ``graph``
+    """Replay with feedback: a session is submitted after the sessions it depends on ended, plus the
+    recorded think time.  Options: ``threshold_min`` (session threshold in minutes, default 60), ``graph``
     (``"reduced"`` default, or ``"full"``)."""
 
     name = "feedback"
-    OPTIONS: ClassVar[dict[str, Any]] = {"threshold_min": 60.0, "graph": "reduced"}
+    OPTIONS: ClassVar[dict[str, Option]] = {o.name: o for o in (THRESHOLD, GRAPH)}
 
     def __init__(self, trace: Trace, options: dict[str, Any] | None = None):
         super().__init__(trace, options)
         thr = self.opts["threshold_min"]
-        if isinstance(thr, bool) or not isinstance(thr, (int, float)) or thr < 0:
-            raise UserModelError(f"threshold_min must be a number >= 0 (minutes), got {thr!r}")
-        if self.opts["graph"] not in ("full", "reduced"):
-            raise UserModelError(f"graph must be 'full' or 'reduced', got {self.opts['graph']!r}")
         self.reduced = self.opts["graph"] == "reduced"
         self.graphs = build_graphs(trace, float(thr))
         self.users = [_UserState(g, self.reduced) for g in self.graphs.values()]
@@ -169,7 +168,7 @@ class ThinkTimeOnly(FeedbackReplay):
     the think times between a user's jobs.  Option: ``graph``."""
 
     name = "a0"
-    OPTIONS: ClassVar[dict[str, Any]] = {"graph": "reduced"}
+    OPTIONS: ClassVar[dict[str, Option]] = {"graph": GRAPH}
     FIXED: ClassVar[dict[str, Any]] = {"threshold_min": 0.0}
 
 
@@ -177,5 +176,5 @@ class A60(FeedbackReplay):
     """a60: replay with feedback, sessions cut at 60-minute inter-arrivals.  Option: ``graph``."""
 
     name = "a60"
-    OPTIONS: ClassVar[dict[str, Any]] = {"graph": "reduced"}
+    OPTIONS: ClassVar[dict[str, Option]] = {"graph": GRAPH}
     FIXED: ClassVar[dict[str, Any]] = {"threshold_min": 60.0}

@@ -317,9 +317,10 @@ class DirectDriver:
                 progress = ev[3]
                 killed = []
                 for jid in ev[2]:
-                    j = bs.jobs[jid]
-                    if progress:       # pybatsim 3.2.1: a job without progress is not reported
-                        j.progress = {k: r6(v) if isinstance(v, float) else v for k, v in progress[jid].items()}
+                    p = progress.get(jid)
+                    if p is not None:  # pybatsim 3.2.1: a job without progress (it ended first) is not
+                        j = bs.jobs[jid]   # reported (pybatsim raises KeyError when only some lack it)
+                        j.progress = {k: r6(v) if isinstance(v, float) else v for k, v in p.items()}
                         killed.append(j)
                 if killed:
                     sched.onJobsKilled(killed)

@@ -8,8 +8,10 @@ Anything else is valid Batsim input that only real Batsim can simulate, and is r
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,9 @@ LEGACY = {"msg_par": "parallel", "msg_par_hg": "parallel_homogeneous",
 KNOWN_UNMODELLED = ("parallel", "composed", "parallel_homogeneous_pfs", "data_staging", "send", "recv",
                     "smpi", "usage_trace")
 USE_BATSIM = "the embedded engine cannot model it: run this workload with real Batsim"
+# Batsim 4.2 writes job names, workload and profile names unquoted into _jobs.csv (export.cpp,
+# JobsTracer::write_job): with one of these characters the file no longer parses, so they are refused.
+CSV_UNSAFE = (",", '"', "\n", "\r")
 
 # Job states (names as in Batsim's protocol and _jobs.csv)
 NOT_SUBMITTED = "NOT_SUBMITTED"
@@ -192,6 +197,14 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
                      f"\"profile has no 'trace' field\")", where)
 
 
+def check_csv_name(text: str, what: str, where: str) -> None:
+    """Refuse a name that Batsim would write unquoted into ``_jobs.csv`` and break it (:data:`CSV_UNSAFE`)."""
+    for c in CSV_UNSAFE:
+        if c in text:
+            raise InputError(f"{what} {json.dumps(text)} contains {json.dumps(c)}: Batsim 4.2 writes it unquoted "
+                             "into _jobs.csv, which then cannot be parsed; rename it", where)
+
+
 def split_job_id(raw: Any, workload: str, where: str) -> tuple[str, str]:
     """Apply Batsim's id rule: ids without the workload name get ``wl!`` prepended."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
@@ -209,9 +222,11 @@ def split_job_id(raw: Any, workload: str, where: str) -> tuple[str, str]:
     return sid, parts[1]
 
 
-def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str, copy: bool = True) -> Job:
+def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str, copy: bool = True,
+              check_names: bool = True) -> Job:
     """Validate one job JSON object (static or dynamically registered); ``copy=False`` keeps ``data``
-    itself as the job's JSON (its id rewritten), which a loader that drops its own copy can afford."""
+    itself as the job's JSON (its id rewritten), which a loader that drops its own copy can afford;
+    ``check_names=False`` leaves the CSV check of the names to the caller (a loader checks them at once)."""
     if not isinstance(data, dict):
         raise InputError("a job is not a JSON object", where)
     if "id" not in data:
@@ -232,6 +247,8 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
         raise InputError(ctx + "'profile' must be a string", where)
     if pname not in profiles:
         raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
+    if check_names:
+        _check_job_names(workload, name, pname, full_id, where)
     js = dict(data) if copy else data
     js["id"] = full_id
     if _needs_rounding(js):
@@ -243,15 +260,21 @@ def load_workload(path: str | Path, name: str) -> Workload:
     """Load ``path`` as Batsim workload ``name`` (w0, w1, …), with Batsim's checks."""
     p = Path(path)
     where = str(path)
+    gz = False
     try:
-        with open(p, encoding="utf-8") as fh:
+        with open(p, "rb") as raw:
+            gz = raw.read(2) == b"\x1f\x8b"          # gzip magic: .json.gz (whatever the file is called)
+        with (gzip.open(p, "rt", encoding="utf-8") if gz else open(p, encoding="utf-8")) as fh:
             data = json.load(fh)
     except FileNotFoundError:
         raise InputError("workload file not found", where) from None
     except json.JSONDecodeError as err:
         raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", where, err.lineno) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read workload: {err}", where) from None
+    except (OSError, EOFError, zlib.error) as err:
+        what = "gzip-compressed workload" if gz else "workload"
+        raise InputError(f"cannot read {what}: {getattr(err, 'strerror', None) or err}", where) from None
+    except UnicodeDecodeError as err:
+        raise InputError(f"cannot read workload: not UTF-8 text ({err.reason})", where) from None
     if not isinstance(data, dict):
         raise InputError("a workload must be a JSON object", where)
     for key in ("nb_res", "jobs", "profiles"):
@@ -267,14 +290,24 @@ def load_workload(path: str | Path, name: str) -> Workload:
     jobs: list[Job] = []
     seen: set[str] = set()
     for raw in data["jobs"]:
-        job = parse_job(raw, name, profiles, where, copy=False)
+        job = parse_job(raw, name, profiles, where, copy=False, check_names=False)
         if job.id in seen:
             raise InputError(f"duplicate job id '{job.id}'", where)
         seen.add(job.id)
         jobs.append(job)
     used = {j.profile for j in jobs}
     profiles = {n: prof for n, prof in profiles.items() if n in used}
+    text = "\t".join(j.name for j in jobs) + "\t" + "\t".join(used)     # one scan, not one per job
+    if any(c in text for c in CSV_UNSAFE):
+        for j in jobs:
+            _check_job_names(name, j.name, j.profile, j.id, where)
     return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
+
+
+def _check_job_names(workload: str, name: str, profile: str, full_id: str, where: str) -> None:
+    check_csv_name(name, "job id", where)
+    check_csv_name(workload, f"job {json.dumps(full_id)}: workload name", where)
+    check_csv_name(profile, f"job {json.dumps(full_id)}: profile name", where)
 
 
 def _is_number(value: Any) -> bool:
