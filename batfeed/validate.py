@@ -22,10 +22,11 @@
    ``DIR/weeks/wkNNN_errors.csv``: the per-job values, with ``room`` = 1 when the recorded schedule
    had the job's request free during its whole recorded wait (:mod:`batfeed.contention`: a wait no
    simulation of the trace's jobs can reproduce); ``DIR/errors_contention.csv``: per week, those
-   "room" jobs and the error over the other, contention-bound, jobs.  Plots (PNG, :mod:`batfeed.plotpng`):
-   ``DIR/plots/wkNNN_wait_cdf.png`` (recorded vs simulated waits of the target week),
-   ``DIR/plots/wkNNN_utilisation.png`` (hourly utilisation of the simulated jobs over warm-up and
-   target week, recorded vs simulated), ``DIR/wait_cdf_all.png`` and ``DIR/errors_by_week.png``.
+   "room" jobs and the error over the other, contention-bound, jobs.
+   Plots (PNG, matplotlib, :mod:`batfeed.validate_plots`): ``DIR/plots/wkNNN_wait_cdf.png``
+   (recorded vs simulated waits of the target week), ``DIR/plots/wkNNN_utilisation.png`` (hourly
+   utilisation of the simulated jobs over warm-up and target week, recorded vs simulated),
+   ``DIR/wait_cdf_all.png`` and ``DIR/errors_by_week.png``.
 """
 
 from __future__ import annotations
@@ -335,30 +336,12 @@ def write_contention_csv(path: Path, results: Sequence[WeekResult]) -> Path:
 
 
 # ---------------------------------------------------------------------------------------- plots
-def _cdf(values: np.ndarray, points: int = 400) -> tuple[np.ndarray, np.ndarray]:
-    v = np.sort(np.maximum(values, 1.0))       # log axis: waits under 1 s are drawn at 1 s
-    n = len(v)
-    if n == 0:
-        return v, v
-    idx = np.unique(np.linspace(0, n - 1, min(points, n)).astype(int))
-    return v[idx], (idx + 1) / n
-
-
-def _label(interval: float | None) -> str:
-    return "simulated (Maui, event-driven)" if not interval else f"simulated (Maui, step {interval:g} s)"
-
-
-def _plot_week(pdir: Path, name: str, k: int, window: list[dict[str, Any]], profiles: dict[str, Any],
-               jobs_csv: Path, res: WeekResult, nb_res: int, split: float, interval: float | None) -> None:
-    from batfeed.plotpng import line_chart
-
-    line_chart(pdir / f"{name}_wait_cdf.png", [("recorded", *_cdf(res.recorded)),
-                                                (_label(interval), *_cdf(res.simulated))],
-               title=f"week {k}: wait-time CDF ({res.jobs} jobs)", xlabel="wait (s, log scale; < 1 s drawn at 1 s)",
-               ylabel="fraction of jobs", xlog=True, step=True, ylim=(0, 1))
+def hourly_busy(window: list[dict[str, Any]], profiles: dict[str, Any], jobs_csv: Path,
+                horizon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Processor-seconds busy per hour of [0, horizon): (recorded schedule, simulated schedule) of the
+    window's jobs (recorded: start = submit + recorded wait, for delay profiles)."""
     rows = _sim_rows(jobs_csv)
     hour = 3600.0
-    horizon = 2 * split
     nbins = int(math.ceil(horizon / hour))
     rec_busy, sim_busy = np.zeros(nbins), np.zeros(nbins)
 
@@ -381,27 +364,30 @@ def _plot_week(pdir: Path, name: str, k: int, window: list[dict[str, Any]], prof
         if row and row["starting_time"]:
             add(sim_busy, float(row["starting_time"]), float(row["finish_time"]),
                 float(row["requested_number_of_resources"]))
-    days = (np.arange(nbins) + 0.5) * hour / 86400
-    cap = max(nb_res, 1) * hour
-    line_chart(pdir / f"{name}_utilisation.png", [("recorded (same jobs)", days, rec_busy / cap),
-                                                   (_label(interval), days, sim_busy / cap)],
-               title=f"week {k}: utilisation (warm-up, then target week)", xlabel="days since warm-up start",
-               ylabel="utilisation (hourly)", vlines=[split / 86400], ylim=(0, 1))
+    return rec_busy, sim_busy
+
+
+def _plot_week(pdir: Path, name: str, k: int, window: list[dict[str, Any]], profiles: dict[str, Any],
+               jobs_csv: Path, res: WeekResult, nb_res: int, split: float, interval: float | None) -> None:
+    from batfeed import validate_plots as vp
+
+    vp.wait_cdf(pdir / f"{name}_wait_cdf.png", res.recorded, res.simulated,
+                f"Week {k}: wait-time CDF of the {res.jobs} scored jobs", interval)
+    rec_busy, sim_busy = hourly_busy(window, profiles, jobs_csv, 2 * split)
+    days = (np.arange(len(rec_busy)) + 0.5) / 24
+    cap = max(nb_res, 1) * 3600.0
+    vp.utilisation(pdir / f"{name}_utilisation.png", k, days, rec_busy / cap, sim_busy / cap, split / 86400,
+                   nb_res, interval)
 
 
 def _plot_summary(out: Path, results: Sequence[WeekResult], interval: float | None) -> None:
-    from batfeed.plotpng import line_chart
+    from batfeed import validate_plots as vp
 
     scored = [r for r in results if r.jobs]
     if not scored:
         return
     rec = np.concatenate([r.recorded for r in scored])
     sim = np.concatenate([r.simulated for r in scored])
-    line_chart(out / "wait_cdf_all.png", [("recorded", *_cdf(rec)), (_label(interval), *_cdf(sim))],
-               title=f"wait-time CDF, {len(scored)} weeks ({len(rec)} jobs)", xlabel="wait (s, log scale)",
-               ylabel="fraction of jobs", xlog=True, step=True, ylim=(0, 1))
-    wk = [r.week for r in scored]
-    line_chart(out / "errors_by_week.png", [("mean error", wk, [r.mean for r in scored]),
-                                            ("median error", wk, [r.median for r in scored]),
-                                            ("std of the error", wk, [r.std for r in scored])],
-               title="wait-time error (simulated - recorded) per week", xlabel="week", ylabel="seconds")
+    weeks = f"week {scored[0].week}" if len(scored) == 1 else f"{len(scored)} weeks"
+    vp.wait_cdf(out / "wait_cdf_all.png", rec, sim, f"Wait-time CDF, {weeks} ({len(rec)} scored jobs)", interval)
+    vp.errors_by_week(out / "errors_by_week.png", scored)

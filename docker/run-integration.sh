@@ -24,8 +24,9 @@
 #   --port N        scheduler port for --local/--embedded (default: a free port)
 #   --timeout S     wall-clock limit per process for --local/--embedded (default 600)
 #   --keep          --docker: keep the containers and network (default: `docker compose down`)
-# Environment: PYTHON (python3 for the helper scripts), BATFEED (batfeed CLI, default .venv/bin/batfeed),
-# BATSIM_IMAGE, BATFEED_IMAGE (see docker/docker-compose.yml).
+# Environment: PYTHON (Python for the helper scripts, default .venv/bin/python, else python3; --local and
+# --embedded read the compose files with PyYAML, which it must have), BATFEED (batfeed CLI, default
+# .venv/bin/batfeed), BATSIM_IMAGE, BATFEED_IMAGE (see docker/docker-compose.yml).
 #
 # Exit status: 0 simulation ran and outputs are right; 1 simulation or check failed; 2 usage error or
 # missing prerequisite (no Docker engine, no batsim on PATH …).
@@ -33,7 +34,9 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(dirname "$HERE")
-PYTHON=${PYTHON:-python3}
+if [ -z "${PYTHON:-}" ]; then
+    if [ -x "$REPO/.venv/bin/python" ]; then PYTHON=$REPO/.venv/bin/python; else PYTHON=python3; fi
+fi
 
 mode=docker
 workdir=""
@@ -103,6 +106,9 @@ case "$mode" in
         if [ "$mode" = local ]; then
             command -v batsim > /dev/null || die 2 "--local: no batsim binary on PATH"
         fi
+        "$PYTHON" -c 'import yaml' 2> /dev/null \
+            || die 2 "--$mode: $PYTHON has no PyYAML (it reads the compose files): set PYTHON to a Python" \
+                "with PyYAML, e.g. the repository's .venv/bin/python (scripts/bootstrap.sh)"
         ;;
 esac
 

@@ -1,4 +1,4 @@
-"""Integration scenarios for docker/run-integration.sh (standard library only: runs on any python3).
+"""Integration scenarios for docker/run-integration.sh (standard library, plus PyYAML for the compose files).
 
 A scenario is a folder (``docker/scenarios/NAME``) with a ``scenario.json``::
 
@@ -17,7 +17,9 @@ command line (platform.xml, workload.json, events.txt; the scheduler file if any
 The Batsim command line always comes from docker/docker-compose.yml (+ the variant's override file):
 ``batsim-args`` rewrites it for a local ``batsim`` binary, ``simulate-args`` translates it for
 batfeed's embedded engine, so the three modes of run-integration.sh run the same simulation, and
-``check`` applies the same output checks whichever Batsim produced them.
+``check`` applies the same output checks whichever Batsim produced them.  Only ``batsim-args`` and
+``simulate-args`` read the compose files (docker/compose_config.py, PyYAML): run them with the
+repository's .venv/bin/python (run-integration.sh does); without PyYAML they fail with a one-line error.
 
 Subcommands (errors: one line on stderr, exit 1; usage errors exit 2)::
 
@@ -42,7 +44,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from compose_subset import ComposeSyntaxError, service_command  # noqa: E402
+from compose_config import ComposeError, service_command  # noqa: E402
 
 BASE_COMPOSE = HERE / "docker-compose.yml"
 VARIANTS = {"base": [], "events": [HERE / "compose.events.yml"], "dynamic": [HERE / "compose.dynamic.yml"]}
@@ -346,7 +348,7 @@ def main(argv: list[str]) -> int:
                     print(f"  - {p}", file=sys.stderr)
                 return 1
             print(f"ok {scenario.name}: {summary}")
-    except (ScenarioError, ComposeSyntaxError, OSError, ValueError, KeyError) as err:
+    except (ScenarioError, ComposeError, OSError, ValueError, KeyError) as err:
         print(f"scenario_tool.py {cmd}: error: {err}", file=sys.stderr)
         return 1
     return 0

@@ -3,8 +3,8 @@ dynamic-jobs override files), docker/run-integration.sh and its scenarios (docke
 
 Three kinds of tests:
 
-- static checks that run everywhere: the compose files parse (docker/compose_subset.py, a strict YAML
-  subset, since PyYAML is not a dependency), every file they and the Dockerfile reference exists and
+- static checks that run everywhere: the compose files parse (docker/compose_config.py: PyYAML plus the
+  part of Compose's merge and interpolation rules they use), every file they and the Dockerfile reference exists and
   enters the build context, the Batsim image tag is pinned to a 4.x release, the Batsim command line
   of the compose file is the one of docs/docker.md (the block after ``<!-- batsim-command -->``), the
   variants only add their flags, the Dockerfile installs like docs/install.md (uv + uv.lock, non-root user,
@@ -34,9 +34,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOCKER = REPO / "docker"
 sys.path.insert(0, str(DOCKER))
-import compose_subset  # noqa: E402
+import compose_config  # noqa: E402
 import scenario_tool  # noqa: E402
-from compose_subset import ComposeSyntaxError, MissingVariable, interpolate, load, merge  # noqa: E402
+from compose_config import ComposeError, MissingVariable, interpolate, load, merge  # noqa: E402
 
 from batfeed.errors import BatfeedError  # noqa: E402
 from batfeed.registry import make_scheduler  # noqa: E402
@@ -59,7 +59,7 @@ def base_model() -> dict:
 
 
 def batsim_command(*files: Path) -> list[str]:
-    return compose_subset.service_command([COMPOSE, *files], "batsim")
+    return compose_config.service_command([COMPOSE, *files], "batsim")
 
 
 def script_env(**extra: str) -> dict[str, str]:
@@ -101,52 +101,124 @@ def test_compose_files_parse(path):
     assert isinstance(model, dict) and isinstance(model.get("services"), dict)
 
 
+def leaves(value, path=""):
+    """(path, scalar) of every leaf of a parsed model."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from leaves(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from leaves(v, f"{path}[{i}]")
+    else:
+        yield path, value
+
+
 @pytest.mark.parametrize("path", sorted(DOCKER.glob("*.yml")), ids=lambda p: p.name)
-def test_compose_subset_reads_like_pyyaml(path):
-    yaml = pytest.importorskip("yaml", reason="PyYAML not installed (not a dependency): cross-check skipped")
-    assert load(path) == yaml.safe_load(path.read_text())
+def test_compose_values_are_strings(path):
+    # every value is a string (or an empty mapping): nothing that YAML 1.1 (PyYAML) and YAML 1.2 (the Go
+    # parser of Compose) read differently, such as yes/no/on/off, 0755 or 1_000
+    bad = [(where, v) for where, v in leaves(load(path)) if not isinstance(v, str)]
+    assert bad == [], f"{path.name}: quote these values: {bad}"
 
 
-GOOD = """\
+YAML = """\
 # comment
+x-common: &common
+  image: "img:${TAG:-1.0}"
+  user: nobody  # inline comment
 name: x
 services:
   a:
-    image: "img:${TAG:-1.0}"
+    <<: *common
     command: ["-p", "/data/p.xml"]
     list:
       - word
       - "quoted: yes"
+    script: |
+      line 1
+      line 2
     empty: {}
 """
 
 
-def test_compose_subset_reads_its_subset():
-    assert compose_subset.loads(GOOD) == {"name": "x", "services": {"a": {
-        "image": "img:${TAG:-1.0}", "command": ["-p", "/data/p.xml"], "list": ["word", "quoted: yes"], "empty": {}}}}
+def test_reader_is_a_yaml_parser():
+    # anchors, merge keys, inline comments and block scalars: real YAML, not a subset
+    model = compose_config.loads(YAML)
+    assert model["services"] == {"a": {
+        "image": "img:${TAG:-1.0}", "user": "nobody", "command": ["-p", "/data/p.xml"],
+        "list": ["word", "quoted: yes"], "script": "line 1\nline 2\n", "empty": {}}}
+    assert compose_config.interpolate_model(model, {"TAG": "2"})["services"]["a"]["image"] == "img:2"
 
 
 @pytest.mark.parametrize("text, message", [
-    ("a:\n\tb: c\n", "tab"),
-    ("a: &anchor x\n", "quote"),
-    ("a: *alias\n", "quote"),
-    ("a: yes\n", "quote"),
-    ("a: 28000\n", "quote"),
-    ("a: 'single'\n", "quote"),
-    ("a: \"x\" # comment\n", "JSON"),
-    ("a: |\n  text\n", "quote"),
-    ("a:\n  - b: c\n", "no mappings inside sequences"),
-    ("a: x\na: y\n", "duplicate key"),
-    ("a:\n  b: x\n   c: y\n", "unexpected indentation"),
-    ("a:\n", "needs a value"),
-    ("---\na: x\n", "unsupported"),
-    ("  a: x\n", "column 0"),
-], ids=["tab", "anchor", "alias", "yaml-bool", "number", "single-quote", "inline-comment", "block-scalar",
-        "seq-of-maps", "duplicate", "indent", "no-value", "document-marker", "indented-start"])
-def test_compose_subset_refuses_the_rest(text, message):
-    with pytest.raises(ComposeSyntaxError, match=message) as err:
-        compose_subset.loads(text, "f.yml")
-    assert "f.yml" in str(err.value)
+    ("a:\n\tb: c\n", r"f.yml:2: invalid YAML"),
+    ('a: "open\n', r"f.yml:2: invalid YAML"),
+    ("a: b\n c: d\n", r"f.yml:2: invalid YAML"),
+    ("services:\n  a:\n    command: !reset []\n", r"f.yml:3: invalid YAML"),
+    ("- a\n- b\n", "a compose file is a mapping"),
+    ("", "a compose file is a mapping"),
+], ids=["tab", "unclosed-quote", "indent", "compose-tag", "sequence", "empty"])
+def test_reader_errors_name_the_file_and_line(text, message):
+    with pytest.raises(ComposeError, match=message):
+        compose_config.loads(text, "f.yml")
+
+
+def test_service_command_must_be_an_exec_form_list(tmp_path):
+    (tmp_path / "a.yml").write_text('services:\n  batsim:\n    command: "batsim -p x"\n')
+    (tmp_path / "b.yml").write_text('services:\n  other: {}\n')
+    with pytest.raises(ComposeError, match="must be a list of strings"):
+        compose_config.service_command([tmp_path / "a.yml"], "batsim")
+    with pytest.raises(ComposeError, match="no services.batsim.command"):
+        compose_config.service_command([tmp_path / "b.yml"], "batsim")
+
+
+def test_whole_model_interpolation_is_docker_compose_config():
+    env = {"BATFEED_DATA": "/host/exp", "BATFEED_SCHEDULER": "easy"}
+    model = compose_config.config([COMPOSE, OVERRIDES["events"]], env)
+    assert model["services"]["scheduler"]["volumes"] == ["/host/exp:/data"]
+    assert model["services"]["scheduler"]["command"][:2] == ["schedule", "easy"]
+    assert model["services"]["batsim"]["command"] == batsim_command() + VARIANT_FLAGS["events"]
+    assert model["services"]["batsim"]["image"] == "oarteam/batsim:4.0.0"
+    with pytest.raises(MissingVariable, match="BATFEED_DATA"):
+        compose_config.config([COMPOSE], {})
+
+
+def blocked_yaml(tmp_path: Path) -> dict[str, str]:
+    """An environment whose Python cannot import PyYAML (a yaml module that raises ImportError)."""
+    (tmp_path / "block").mkdir()
+    (tmp_path / "block" / "yaml.py").write_text("raise ImportError('PyYAML hidden by the test')\n")
+    return script_env(PYTHONPATH=str(tmp_path / "block"))
+
+
+def test_without_pyyaml_errors_are_one_line(tmp_path):
+    env = blocked_yaml(tmp_path)
+    tool = [sys.executable, str(DOCKER / "scenario_tool.py")]
+    scenario = str(DOCKER / "scenarios" / "fcfs_small")
+    # the subcommands that do not read the compose files still work
+    result = subprocess.run([*tool, "get", scenario, "name"], capture_output=True, text=True, env=env)
+    assert (result.returncode, result.stdout) == (0, "fcfs_small\n")
+    result = subprocess.run([*tool, "simulate-args", scenario, str(tmp_path)], capture_output=True, text=True,
+                            env=env)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "PyYAML is not installed" in result.stderr
+    result = run_script("--embedded", "--workdir", str(tmp_path / "w"), "fcfs_small", env=env)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "has no PyYAML" in result.stderr, result.stderr
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.docker
+def test_reader_agrees_with_docker_compose_config():
+    """Where a Docker engine exists, `docker compose config` is the reference for the Batsim command."""
+    reason = docker_engine_problem()
+    if reason:
+        pytest.skip(f"needs Docker Compose: {reason}")
+    env = dict(os.environ, BATFEED_DATA="/tmp")
+    for files in ([COMPOSE], [COMPOSE, OVERRIDES["events"]], [COMPOSE, OVERRIDES["dynamic"]]):
+        argv = ["docker", "compose", *(a for f in files for a in ("-f", str(f))), "config", "--format", "json"]
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=True).stdout
+        reference = json.loads(out)["services"]["batsim"]["command"]
+        assert compose_config.service_command(files, "batsim", env) == reference, files
 
 
 def test_interpolation_and_merge_follow_compose():
@@ -160,6 +232,8 @@ def test_interpolation_and_merge_follow_compose():
     merged = merge({"s": {"command": ["a"], "volumes": ["x"], "image": "i", "env": {"A": "1"}}},
                    {"s": {"command": ["b"], "volumes": ["y"], "env": {"B": "2"}}})
     assert merged == {"s": {"command": ["b"], "volumes": ["x", "y"], "image": "i", "env": {"A": "1", "B": "2"}}}
+    assert merge({"healthcheck": {"test": ["CMD", "a"]}}, {"healthcheck": {"test": ["CMD", "b"]}}) == \
+        {"healthcheck": {"test": ["CMD", "b"]}}
 
 
 # ============================================================================ compose: structure

@@ -30,6 +30,7 @@ import math
 import struct
 from pathlib import Path
 
+import matplotlib.image
 import pytest
 
 from batfeed.cli import main
@@ -97,7 +98,9 @@ def test_cli_writes_errors_and_plots(tmp_path, capsys):
     assert [r["week"] for r in rows] == ["2"]
     for name in ("plots/wk002_wait_cdf.png", "plots/wk002_utilisation.png", "wait_cdf_all.png",
                  "errors_by_week.png"):
-        assert png_size(out / name) == (900, 520), name
+        assert png_size(out / name) == (800, 450), name      # 8 x 4.5 in at 100 dpi (matplotlib, Agg)
+        pixels = matplotlib.image.imread(out / name)
+        assert pixels.std() > 0.05, f"{name} looks blank"
     assert not (out / "plots" / "wk001_wait_cdf.png").exists()
 
 
