@@ -40,6 +40,8 @@ def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
             raise load_error(err, name) from err
     from batsim.tools.launcher import instanciate_scheduler
 
+    if "." not in target and "/" not in target:
+        _use_pybatsim_schedulers()
     said = io.StringIO()                # pybatsim prints its lookup failures on stdout, then exits
     path = list(sys.path)               # and leaves its sys.path entries behind when loading fails
     try:
@@ -59,3 +61,32 @@ def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
         if said.getvalue() and not said.getvalue().startswith("No such scheduler") \
                 and "contains no scheduler" not in said.getvalue():
             sys.stdout.write(said.getvalue())   # anything else the scheduler printed is passed on
+
+
+def _use_pybatsim_schedulers() -> None:
+    """Make ``schedulers`` pybatsim's own package, the one its scheduler names (``schedFcfs``…) live in.
+
+    From a batfeed checkout (a notebook or ``python -c`` started at the repository root), the
+    current directory comes first on ``sys.path`` and its ``schedulers/`` folder (batfeed's, installed
+    as ``batfeed.schedulers``) would shadow pybatsim's package of the same name."""
+    import importlib.metadata
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        root = Path(str(importlib.metadata.distribution("pybatsim").locate_file("schedulers")))
+    except importlib.metadata.PackageNotFoundError:
+        return
+    current = sys.modules.get("schedulers")
+    if current is not None and root.resolve() in [Path(p).resolve() for p in getattr(current, "__path__", [])]:
+        return
+    init = root / "__init__.py"
+    if not init.exists():
+        return
+    for name in [m for m in sys.modules if m == "schedulers" or m.startswith("schedulers.")]:
+        del sys.modules[name]      # the shadowing package and its submodules
+    spec = importlib.util.spec_from_file_location("schedulers", init, submodule_search_locations=[str(root)])
+    assert spec is not None and spec.loader is not None
+    package = importlib.util.module_from_spec(spec)
+    sys.modules["schedulers"] = package
+    spec.loader.exec_module(package)
