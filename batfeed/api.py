@@ -33,6 +33,15 @@ from batfeed.engine.platform import COMPUTE, Host, Platform
 from batfeed.engine.simulator import EngineConfig, SimulationResult, Simulator
 from batfeed.engine.workload import REJECTED, SUCCESS, Job, Profile, Workload, r6
 from batfeed.errors import BatfeedError, InputError
+from batfeed.manifest import (
+    build_manifest,
+    memory_entry,
+    python_call,
+    resolve_scheduler_options,
+    resolve_user_options,
+    utc_now,
+    write_manifest,
+)
 from batfeed.registry import make_scheduler
 from batfeed.runner import in_process_driver
 
@@ -136,13 +145,14 @@ def simulate_jobs(jobs: Any, nb_machines: int, scheduler: str | Any = "easy", op
     ``events``: Batsim external events (dicts with ``timestamp``, ``type``, ``resources``).
     ``users``: replay ``jobs`` through a user model (``rigid``, ``a0``, ``a60``…) wrapping
     ``scheduler``; ``jobs`` then needs a ``user`` column for the session models.
-    ``export``: also write ``PREFIX_jobs.csv`` etc. like ``batfeed simulate``.
+    ``export``: also write ``PREFIX_jobs.csv`` etc. like ``batfeed simulate``, and the run manifest
+    ``PREFIX_manifest.json`` (:mod:`batfeed.manifest`; the jobs are hashed as given).
 
     Returns the jobs in input order with Batsim's ``_jobs.csv`` columns (times as floats, NaN for
     rejected jobs); ``.attrs["batfeed"]`` holds the counts, the ``_schedule.csv`` values, the
     number of messages, the wall time and the inputs' description (how the result was made).
     """
-    t0 = time.perf_counter()
+    given, started, t0 = dict(locals()), utc_now(), time.perf_counter()
     plat = homogeneous_platform(nb_machines, float(speed))
     cfg = config or EngineConfig()
     if users is not None:
@@ -172,7 +182,32 @@ def simulate_jobs(jobs: Any, nb_machines: int, scheduler: str | Any = "easy", op
         "options": dict(options or {}), "users": users, "user_options": dict(user_options or {}),
         "nb_jobs": len(frame), "engine": "batfeed embedded Batsim 4.2.1",
     }
+    if export is not None:
+        wall = time.perf_counter() - t0
+        write_manifest(export, lambda: _manifest(given, result, started, wall, workloads, ev_list, cfg))
     return frame
+
+
+def _manifest(given: dict[str, Any], result: SimulationResult, started: str, wall: float, workloads: list[Workload],
+              events: list[ExternalEvent], cfg: EngineConfig) -> dict[str, Any]:
+    """The run manifest of an exported in-memory run: the jobs and events are hashed as given."""
+    scheduler, users = given["scheduler"], given["users"]
+    if isinstance(scheduler, str):
+        sched = resolve_scheduler_options(scheduler, given["options"])
+    else:
+        sched = {"name": type(scheduler).__name__, "class": f"{type(scheduler).__module__}:{type(scheduler).__name__}",
+                 "options": getattr(scheduler, "options", None), "options_given": given["options"], "checked": False}
+    replayed = _workload(given["jobs"]) if users is not None else workloads[0]
+    jobs = json.dumps([j.json_dict for j in replayed.jobs], sort_keys=True, default=str).encode()
+    evs = json.dumps([dict(e) for e in given["events"]], sort_keys=True, default=str).encode()
+    inputs = {"platform": {"path": None, "in_memory": True, "nb_machines": given["nb_machines"],
+                           "speed": given["speed"]},
+              "workloads": [memory_entry(jobs, nb_jobs=len(replayed.jobs), what="the jobs' JSON records")],
+              "events": [memory_entry(evs, nb_events=len(events))] if events else []}
+    return build_manifest(call=python_call(simulate_jobs, given), scheduler=sched,
+                          users=resolve_user_options(users, given["user_options"]), seed=None, inputs=inputs,
+                          result=result, started=started, wall_time_s=wall, transport="inprocess",
+                          switches=dict(cfg.__dict__), prefix=given["export"])
 
 
 def _event(e: Mapping[str, Any], k: int, nb: int, cfg: EngineConfig) -> ExternalEvent:

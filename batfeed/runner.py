@@ -21,6 +21,16 @@ from batfeed.engine import EngineConfig, SimulationResult, load_simulation
 from batfeed.engine.direct import DirectDriver, supports_direct
 from batfeed.engine.transport import InProcessTransport, ZmqTransport, endpoint_error
 from batfeed.errors import BatfeedError
+from batfeed.manifest import (
+    apply_seed,
+    build_manifest,
+    input_entries,
+    python_call,
+    resolve_scheduler_options,
+    resolve_user_options,
+    utc_now,
+    write_manifest,
+)
 from batfeed.registry import make_scheduler
 
 
@@ -54,19 +64,30 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                    ack: bool = False, profile_reuse: bool = False, forward_profiles: bool = False,
                    forward_unknown: bool = False, sched_config: str = "", master_host: str = "master_host",
                    mmax: int | None = None, timeout_s: float | None = None, users: str | None = None,
-                   user_options: dict[str, Any] | None = None) -> SimulationResult:
-    """``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
+                   user_options: dict[str, Any] | None = None, seed: int | None = None,
+                   call: str | None = None) -> SimulationResult:
+    """Simulate ``platform`` + ``workloads`` with ``scheduler``; with ``export``, write Batsim's files
+    ``PREFIX_jobs.csv`` … and the run manifest ``PREFIX_manifest.json`` (:mod:`batfeed.manifest`).
+
+    ``seed``: recorded in the manifest, and given to the scheduler and the user model as option
+    ``seed`` when their option specs declare one (an explicit option wins).  ``call``: how the run was
+    invoked, for the manifest (the CLI gives its command line; default: this Python call).
+
+    ``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
     ``scheduler`` (:mod:`batfeed.users`): the trace is not given to the engine as a static workload,
     dynamic jobs are enabled and ``user_options`` go to the user-model layer.
 
     ``driver`` (in-process transport): ``"direct"`` (the engine calls the scheduler's callbacks),
     ``"pybatsim"`` (messages through pybatsim's ``Batsim`` class) or ``"auto"`` (direct for the
     schedulers that support it, :func:`batfeed.engine.direct.supports_direct`)."""
+    given, started, t_start = dict(locals()), utc_now(), time.perf_counter()
     if timeout_s is not None and (transport != "zmq" or not timeout_s > 0):
         raise BatfeedError(f"--timeout must be > 0 seconds (got {timeout_s:g})" if transport == "zmq" else
                            "--timeout needs --transport zmq (an in-process scheduler runs in this process; "
                            "Ctrl-C stops it)")
     label, context = scheduler, f"user model {users}" if users else ""
+    options, user_options = apply_seed(seed, scheduler, options, users, user_options)
+    asked = (scheduler, options, list(workloads), user_options)        # for the manifest
     if users is not None:
         scheduler, options, workloads, dynamic = _user_model_setup(scheduler, options, workloads, users,
                                                                    user_options)
@@ -118,7 +139,27 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
             bar.close()
         if proc is not None:
             _reap(proc, wait=ok)
+    if export is not None:
+        wall = time.perf_counter() - t_start
+        write_manifest(export, lambda: _manifest(given, asked, result, started, wall, transport, config,
+                                                 master_host, mmax, events))
     return result
+
+
+def _manifest(given: dict[str, Any], asked: tuple[Any, ...], result: SimulationResult, started: str, wall: float,
+              transport: str, config: EngineConfig, master_host: str, mmax: int | None,
+              events: Sequence[str | Path]) -> dict[str, Any]:
+    scheduler, options, workloads, user_options = asked
+    sched = resolve_scheduler_options(scheduler, options)
+    users = resolve_user_options(given["users"], user_options)
+    if users is not None:
+        users["replays"] = str(workloads[0]) if workloads else None
+    call = given["call"] or python_call(run_simulation, given, skip=("call",))
+    switches = {**config.__dict__, "master_host": master_host, "mmax": mmax}
+    return build_manifest(call=call, scheduler=sched, users=users, seed=given["seed"],
+                          inputs=input_entries(given["platform"], workloads, events, sched, users), result=result,
+                          started=started, wall_time_s=wall, transport=transport, switches=switches,
+                          prefix=given["export"])
 
 
 def in_process_driver(sched: Any, driver: str = "auto") -> Any:

@@ -1,0 +1,342 @@
+"""Run manifests: ``PREFIX_manifest.json`` next to a simulation's outputs says how they were made.
+
+Written once, after the run, by :func:`batfeed.runner.run_simulation` and
+:func:`batfeed.api.simulate_jobs` whenever they export files.  A manifest records the call, the
+scheduler and user model with every option (defaults filled in from the option specs), the seed,
+the inputs with their SHA-256, the versions, the git commit of a batfeed checkout, the start time,
+wall time, peak RSS and the job counts; the fields are listed in ``docs/report.md``.  Building or
+writing it never fails a run: a problem is a warning on stderr and no manifest.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import platform as pyplatform
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+SUFFIX = "_manifest.json"
+_CHUNK = 1 << 20
+
+__all__ = ["SCHEMA", "SUFFIX", "build_manifest", "cli_call", "file_entry", "git_info", "manifest_for",
+           "python_call", "read_manifest", "resolve_scheduler_options", "resolve_user_options", "spec_of",
+           "utc_now", "versions", "write_manifest"]
+
+
+def utc_now() -> str:
+    """The current time, UTC, ISO 8601 (``2025-01-31T12:00:00.123+00:00``)."""
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(_CHUNK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_entry(path: str | Path) -> dict[str, Any]:
+    """``{"path": as given, "sha256", "bytes"}`` of an input file (``sha256`` None if unreadable)."""
+    try:
+        return {"path": str(path), "sha256": sha256_file(path), "bytes": os.path.getsize(path)}
+    except OSError:
+        return {"path": str(path), "sha256": None, "bytes": None}
+
+
+def versions() -> dict[str, str | None]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from batfeed import __version__
+
+    out: dict[str, str | None] = {"batfeed": __version__}
+    for name in ("pybatsim", "numpy", "pandas"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    out["python"] = sys.version.split()[0]
+    return out
+
+
+def git_info(root: str | Path | None = None) -> dict[str, Any] | None:
+    """``{"commit", "dirty"}`` of the batfeed checkout this code runs from; None when it is not a
+    checkout or ``git`` is absent.  ``dirty``: tracked files differ from the commit (untracked files
+    do not count); None if ``git status`` failed."""
+    root = Path(root) if root is not None else Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10)
+        if commit.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return {"commit": commit.stdout.strip(), "dirty": dirty}
+
+
+def peak_rss_bytes() -> int | None:
+    """This process's peak resident set size since it started (``getrusage``), in bytes."""
+    try:
+        import resource
+    except ImportError:          # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def spec_of(scheduler: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    """(class path, option specs) of a scheduler name: batfeed's own and ``module:Class`` classes with
+    an ``OPTIONS`` spec dict; (None, None) for anything else (a .py file, a pybatsim scheduler)."""
+    if not scheduler:
+        return None, None
+    from batfeed.registry import BUILTIN
+    from batfeed.schedulers.options import Option
+
+    target = BUILTIN.get(scheduler.lower(), scheduler)
+    if ":" not in target or "/" in target or target.endswith(".py"):
+        return None, None
+    module, _, name = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except Exception:           # make_scheduler reports it; the manifest only records
+        return None, None
+    specs = getattr(cls, "OPTIONS", None)
+    if not isinstance(specs, Mapping) or not all(isinstance(o, Option) for o in specs.values()):
+        return target, None
+    return target, dict(specs)
+
+
+def resolve_scheduler_options(scheduler: str | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``{"name", "class", "options" (defaults filled), "options_given", "checked"}``; options of a
+    scheduler without specs are recorded as given (``checked`` false)."""
+    from batfeed.schedulers.options import validate
+
+    given = dict(options or {})
+    target, specs = spec_of(scheduler)
+    filled, checked = given, False
+    if specs is not None:
+        try:
+            filled, checked = validate(specs, given, str(scheduler)), True
+        except Exception:
+            pass
+    return {"name": scheduler, "class": target, "options": filled, "options_given": given, "checked": checked}
+
+
+def resolve_user_options(users: str | None, user_options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The user model and its options with defaults: the model's own and the user-model layer's
+    (minus what ``simulate`` sets: scheduler, scheduler_options, users, trace)."""
+    if users is None:
+        return None
+    given = dict(user_options or {})
+    out: dict[str, Any] = {"name": users, "class": None, "options": given, "layer_options": {},
+                           "options_given": given, "checked": False}
+    try:
+        from batfeed.schedulers.options import validate
+        from batfeed.users.base import LAYER_SPECS, model_class
+
+        cls = model_class(users)
+        layer = {k: v for k, v in given.items() if k in LAYER_SPECS}
+        own = {k: v for k, v in given.items() if k not in LAYER_SPECS}
+        opts = {**validate(cls.OPTIONS, own, users), **cls.FIXED}
+        lay = validate(LAYER_SPECS, layer, "the user-model layer")
+        set_by_simulate = ("scheduler", "scheduler_options", "users", "trace")
+        out.update({"class": f"{cls.__module__}:{cls.__name__}", "options": opts, "checked": True,
+                    "layer_options": {k: v for k, v in lay.items() if k not in set_by_simulate}})
+    except Exception:
+        pass
+    return out
+
+
+def user_model_specs(users: str | None) -> dict[str, Any] | None:
+    try:
+        from batfeed.users.base import model_class
+
+        return dict(model_class(users).OPTIONS) if users else None
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- call descriptions
+
+
+def cli_call(argv: Sequence[str], prog: str = "batfeed") -> str:
+    """The command line, shell-quoted: ``batfeed simulate p.xml w.json --options '{"policy": "SQF"}'``."""
+    return shlex.join([prog, *argv])
+
+
+def _short(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "columns"):
+        return f"<DataFrame {value.shape[0]} rows: {', '.join(map(str, value.columns))}>"
+    if isinstance(value, Path):
+        return repr(str(value))
+    if isinstance(value, list | tuple) and all(isinstance(v, str | Path) for v in value):
+        return "[" + ", ".join(repr(str(v)) for v in value) + "]"
+    text = repr(value)
+    size = len(value) if hasattr(value, "__len__") else "?"
+    return text if len(text) <= 200 else f"<{type(value).__name__} of {size}>"
+
+
+def python_call(fn: Callable[..., Any], given: Mapping[str, Any], skip: Iterable[str] = ()) -> str:
+    """``batfeed.runner.run_simulation('p.xml', ['w.json'], scheduler='easy')``: the arguments of a
+    call that differ from the defaults (``given``: the function's ``locals()`` on entry)."""
+    params = inspect.signature(fn).parameters
+    parts = []
+    for name, p in params.items():
+        if name in skip or name not in given:
+            continue
+        value = given[name]
+        if p.default is not inspect.Parameter.empty:
+            try:
+                if value == p.default:
+                    continue
+            except Exception:       # arrays and frames do not compare to None
+                pass
+            parts.append(f"{name}={_short(value)}")
+        else:
+            parts.append(_short(value))
+    return f"{fn.__module__}.{fn.__qualname__}({', '.join(parts)})"
+
+
+# --------------------------------------------------------------------------- building and writing
+
+
+def job_counts(counts: Mapping[str, int]) -> dict[str, Any]:
+    """submitted = completed + rejected + killed (killed: killed, walltime reached or failed)."""
+    killed = (counts.get("completed_killed", 0) + counts.get("completed_walltime_reached", 0)
+              + counts.get("completed_failed", 0))
+    return {"submitted": counts.get("submitted", 0), "completed": counts.get("completed_successfully", 0),
+            "rejected": counts.get("rejected", 0), "killed": killed,
+            "by_state": {k: v for k, v in counts.items() if k != "submitted"}}
+
+
+def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any] | None, seed: int | None,
+                   inputs: dict[str, Any], result: Any, started: str, wall_time_s: float,
+                   transport: str, switches: dict[str, Any], prefix: str | Path,
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The manifest of a finished run (``result``: a :class:`~batfeed.engine.SimulationResult`)."""
+    prefix = Path(prefix)
+    outputs = {}
+    for key, suffix in (("jobs_csv", "_jobs.csv"), ("schedule_csv", "_schedule.csv"),
+                        ("machine_states_csv", "_machine_states.csv")):
+        path = prefix.with_name(prefix.name + suffix)
+        entry = file_entry(path)
+        entry["path"] = path.name          # next to the manifest
+        outputs[key] = entry
+    return {
+        "schema": SCHEMA,
+        "call": call,
+        "scheduler": scheduler,
+        "users": users,
+        "seed": seed,
+        "inputs": inputs,
+        "engine": {"name": "batfeed embedded Batsim 4.2.1", "transport": transport, "driver": result.driver,
+                   "batsim_switches": switches, "messages": result.messages,
+                   "simulated_time_s": result.simulated_time},
+        "jobs": job_counts(result.counts),
+        "outputs": outputs,
+        "versions": versions(),
+        "git": git_info(),
+        "host": {"name": pyplatform.node(), "platform": pyplatform.platform(), "cwd": os.getcwd()},
+        "started_utc": started,
+        "wall_time_s": round(wall_time_s, 6),
+        "engine_wall_time_s": round(result.wall_time, 6),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_scope": "this process's peak since it started (getrusage ru_maxrss): the maximum over every "
+                          "simulation it ran; a scheduler run in a subprocess (--transport zmq) is not included",
+        **(extra or {}),
+    }
+
+
+def manifest_for(prefix: str | Path) -> Path:
+    """``PREFIX_manifest.json``."""
+    return Path(f"{prefix}{SUFFIX}")
+
+
+def write_manifest(prefix: str | Path, build: Callable[[], dict[str, Any]]) -> Path | None:
+    """Build and write ``PREFIX_manifest.json`` atomically (a temporary file renamed); on any error,
+    a warning on stderr and None: a manifest never fails a run."""
+    path = manifest_for(prefix)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        text = json.dumps(build(), indent=2, default=str, allow_nan=False) + "\n"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+    except Exception as err:        # noqa: BLE001 - never fail the run
+        print(f"batfeed: warning: no run manifest written ({path}): {type(err).__name__}: {err}", file=sys.stderr)
+        for stale in (tmp, path):        # an older run's manifest must not describe these outputs
+            try:
+                stale.unlink(missing_ok=True)
+            except OSError:
+                pass
+        return None
+
+
+def read_manifest(path: str | Path) -> dict[str, Any] | None:
+    """A manifest as a dict, or None when it is missing or unreadable."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# --------------------------------------------------------------------------- seeds and inputs
+
+
+def apply_seed(seed: int | None, scheduler: str | None, options: dict[str, Any] | None, users: str | None,
+               user_options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """``seed`` added to the scheduler's and the user model's options when their spec declares a
+    ``seed`` option and it is not given explicitly (an explicit option wins)."""
+    if seed is None:
+        return options, user_options
+    specs = spec_of(scheduler)[1] or {}
+    if "seed" in specs and "seed" not in (options or {}):
+        options = {**(options or {}), "seed": seed}
+    if "seed" in (user_model_specs(users) or {}) and "seed" not in (user_options or {}):
+        user_options = {**(user_options or {}), "seed": seed}
+    return options, user_options
+
+
+def input_entries(platform: str | Path, workloads: Sequence[str | Path], events: Sequence[str | Path],
+                  scheduler: dict[str, Any], users: dict[str, Any] | None) -> dict[str, Any]:
+    """Every input file with its SHA-256: platform, workloads (with a user model: the replayed trace),
+    events files and files named by path options (e.g. Maui's ``config``)."""
+    out: dict[str, Any] = {"platform": file_entry(platform), "workloads": [file_entry(w) for w in workloads],
+                           "events": [file_entry(e) for e in events]}
+    files = {}
+    _, specs = spec_of(scheduler.get("name"))
+    for name, value in scheduler.get("options", {}).items():
+        if specs and name in specs and specs[name].kind == "path" and isinstance(value, str):
+            files[f"scheduler.{name}"] = file_entry(value)
+    if users is not None:
+        for name, value in users.get("options", {}).items():
+            spec = (user_model_specs(users.get("name")) or {}).get(name)
+            if spec is not None and spec.kind == "path" and isinstance(value, str):
+                files[f"users.{name}"] = file_entry(value)
+    if files:
+        out["option_files"] = files
+    return out
+
+
+def memory_entry(data: bytes, **info: Any) -> dict[str, Any]:
+    """An in-memory input (``simulate_jobs``' jobs): its SHA-256 and description."""
+    return {"path": None, "in_memory": True, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data), **info}
