@@ -34,7 +34,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
               "that registers all its jobs (Batsim without -w)", file=sys.stderr)
         return 2
 
-    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv"), "-o/--output")
+    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv", "_manifest.json"),
+                    "-o/--output")
 
     result = run_simulation(
         args.platform, args.workload, scheduler=args.scheduler,
@@ -44,17 +45,24 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
         master_host=args.master_host, mmax=args.mmax, users=args.users,
-        user_options=_user_options(args), timeout_s=args.timeout)
+        user_options=_user_options(args), timeout_s=args.timeout, call=_command_line(args))
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
           f"{result.driver} driver)")
     print(f"jobs: submitted={c['submitted']} = completed={c['completed_successfully']} + "
           f"rejected={c['rejected']} + killed/failed={killed}")
-    print(f"wrote {result.jobs_csv} and {result.schedule_csv}")
+    print(f"wrote {result.jobs_csv} and {result.schedule_csv}"
+          + (f" (manifest {args.export}_manifest.json)" if Path(f"{args.export}_manifest.json").is_file() else ""))
     if args.users:
         print(f"user model '{args.users}' replayed {args.workload[0]}; lateness: batfeed metrics {result.jobs_csv}")
     return 0
+
+
+def _command_line(args: argparse.Namespace) -> str | None:
+    from batfeed.manifest import cli_call
+
+    return cli_call(args.argv) if getattr(args, "argv", None) is not None else None
 
 
 def _user_options(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -94,12 +102,33 @@ def cmd_convert(args: argparse.Namespace) -> int:
 def cmd_metrics(args: argparse.Namespace) -> int:
     from batfeed.metrics import compute_metrics, format_metrics
 
-    metrics = compute_metrics(args.jobs_csv, tau=args.tau, nb_resources=args.nb_resources, platform=args.platform)
-    if metrics["nb_resources_source"] == "inferred" and metrics["nb_resources"] is not None:
-        print(f"batfeed metrics: warning: platform size unknown (no --platform or --nb-resources, no _schedule.csv "
-              f"next to the jobs file): N = {metrics['nb_resources']}, the highest allocated machine id + 1; the "
-              "utilisation may be overestimated", file=sys.stderr)
-    print(json.dumps(metrics, indent=2) if args.json else format_metrics(metrics))
+    several = len(args.jobs_csv) > 1
+    runs = []
+    for path in args.jobs_csv:
+        metrics = compute_metrics(path, tau=args.tau, nb_resources=args.nb_resources, platform=args.platform)
+        if metrics["nb_resources_source"] == "inferred" and metrics["nb_resources"] is not None:
+            print(f"batfeed metrics: warning: platform size unknown{f' for {path}' if several else ''} (no --platform "
+                  f"or --nb-resources, no _schedule.csv next to the jobs file): N = {metrics['nb_resources']}, the "
+                  "highest allocated machine id + 1; the utilisation may be overestimated", file=sys.stderr)
+        runs.append(metrics)
+    if not several:
+        print(json.dumps(runs[0], indent=2) if args.json else format_metrics(runs[0]))
+        return 0
+    from batfeed.report.table import format_side_by_side, run_names
+
+    names = run_names(args.jobs_csv)
+    print(json.dumps(dict(zip(names, runs, strict=True)), indent=2) if args.json else format_side_by_side(runs, names))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from batfeed.report.build import parse_window, write_report
+
+    page = write_report(args.runs, args.output, labels=args.label, svg=args.svg, tau=args.tau,
+                        nb_resources=args.nb_resources, platform=args.platform,
+                        gantt_window=parse_window(args.gantt_window), gantt_max_jobs=args.gantt_max_jobs,
+                        title=args.title, call=_command_line(args))
+    print(f"wrote {page} and its figures")
     return 0
 
 
@@ -189,8 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--scheduler", help="fcfs, module:Class, a .py file or a pybatsim scheduler name")
     s.add_argument("--options", help="scheduler options as a JSON object")
     s.add_argument("-o", "--output", "--export", dest="export", required=True, metavar="PREFIX",
-                   help="write PREFIX_jobs.csv, PREFIX_schedule.csv and PREFIX_machine_states.csv (directory "
-                        "created if needed; --export is the old spelling)")
+                   help="write PREFIX_jobs.csv, PREFIX_schedule.csv, PREFIX_machine_states.csv and the run "
+                        "manifest PREFIX_manifest.json (directory created if needed; --export is the old spelling)")
     s.add_argument("--transport", choices=["inprocess", "zmq"], default="inprocess",
                    help="inprocess (default) or zmq: with --scheduler, start it in a subprocess and "
                         "talk ZeroMQ; without, connect to a scheduler already listening at --socket")
@@ -248,9 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
     s = add_convert_parser(sub)  # one sub-parser per format: adapters/cli_parser.py
     s.set_defaults(func=cmd_convert)
 
-    s = sub.add_parser("metrics", help="metrics of a PREFIX_jobs.csv")
-    s.add_argument("jobs_csv", help="PREFIX_jobs.csv of a run (Batsim's or batfeed's)")
-    s.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
+    s = sub.add_parser("metrics", help="metrics of one or more PREFIX_jobs.csv (several: side by side)")
+    s.add_argument("jobs_csv", nargs="+", metavar="PREFIX_jobs.csv",
+                   help="PREFIX_jobs.csv of a run (Batsim's or batfeed's); several: one column per file, named "
+                        "after its PREFIX")
+    s.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table (several "
+                                                       "files: an object keyed by the files' names)")
     s.add_argument("--tau", type=float, default=10.0, help="bounded-slowdown threshold in s (default 10)")
     s.add_argument("--nb-resources", type=int, metavar="N",
                    help="platform size N for the utilisation (default: the platform given with --platform, else "
@@ -258,6 +290,29 @@ def build_parser() -> argparse.ArgumentParser:
                         "allocated machine id + 1, with a warning)")
     s.add_argument("--platform", metavar="XML", help="platform XML of the run: N = its compute hosts")
     s.set_defaults(func=cmd_metrics)
+
+    s = sub.add_parser("report", help="HTML report with figures comparing runs (PREFIX_jobs.csv files, folders "
+                                      "or a campaign folder)")
+    s.add_argument("runs", nargs="+", metavar="RUN",
+                   help="a PREFIX_jobs.csv (its PREFIX_manifest.json, if any, names it), a folder of them, or a "
+                        "campaign folder (results.csv/results.parquet)")
+    s.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="output directory: index.html, the figures and copies of the manifests (created if needed)")
+    s.add_argument("--label", action="append", metavar="TEXT",
+                   help="the name of a run in the report (repeatable: one per run, in order; default: from its "
+                        "manifest, the scheduler and what differs between the runs, else the file name)")
+    s.add_argument("--title", help="the page's title (default: the runs' names)")
+    s.add_argument("--svg", action="store_true", help="also write every figure as SVG")
+    s.add_argument("--gantt-window", metavar="T0:T1",
+                   help="also draw the Gantt chart of the simulated time window [T0, T1) in seconds, job by job")
+    s.add_argument("--gantt-max-jobs", type=int, default=2000, metavar="N",
+                   help="a Gantt panel with more than N jobs becomes a heat map of busy machines (default 2000)")
+    s.add_argument("--tau", type=float, default=10.0, help="bounded-slowdown threshold in s (default 10)")
+    s.add_argument("--nb-resources", type=int, metavar="N",
+                   help="platform size N for the utilisation (default: as batfeed metrics: --platform, else the "
+                        "run's PREFIX_schedule.csv, else the highest allocated machine id + 1, with a warning)")
+    s.add_argument("--platform", metavar="XML", help="platform XML of the runs: N = its compute hosts")
+    s.set_defaults(func=cmd_report)
 
     s = sub.add_parser("platform", help="generate a homogeneous cluster platform XML")
     s.add_argument("hosts", type=int, help="number of compute hosts (a master host is added)")
@@ -293,6 +348,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--jobs", type=int, help="only the first N jobs (default: the whole trace)")
     s.set_defaults(func=cmd_demo)
 
+    from batfeed.campaign.cli import add_campaign_parser
+
+    add_campaign_parser(sub)  # batfeed/campaign/cli.py
+
     s = sub.add_parser("schedulers", help="list the built-in schedulers and user models with their options "
                                           "and defaults")
     s.set_defaults(func=cmd_schedulers)
@@ -318,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     set_debug(take_debug_flag(argv))          # --debug before or after the command
     args = build_parser().parse_args(argv)
+    args.argv = argv                          # the command line, for run manifests
     if getattr(args, "command", None) == "simulate" and not args.scheduler and args.transport == "inprocess":
         print("batfeed simulate: error: --scheduler is required (unless --transport zmq connects to a "
               "running scheduler)", file=sys.stderr)

@@ -156,8 +156,8 @@ def _valid_interval_set(text: str) -> bool:
     return all(not hi or int(lo) <= int(hi) for lo, _, hi in bounds)
 
 
-def interval_stats(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(count, max id) of each interval-set string like ``"0-3 7 9-12"``; NaN where empty.
+def _tokens(alloc: pd.Series) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, unique strings, empty mask, owner, lo, hi): the intervals of the unique interval-set strings.
 
     Vectorised: unique strings are joined into one text, one token per line, and tokenised by pandas' C
     parser. Raises ValueError on a malformed string.
@@ -165,14 +165,15 @@ def interval_stats(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(alloc.fillna("").astype(str), sort=False)
     strings = [s.strip() for s in uniques.tolist()]
     if not strings:
-        return np.full(len(alloc), np.nan), np.full(len(alloc), np.nan)
+        nothing = np.zeros(0)
+        return codes, strings, nothing.astype(bool), nothing.astype(int), nothing, nothing
     joined = "\n".join(strings)
     if _ALLOC_TEXT_RE.fullmatch(joined) is None:
         raise ValueError("malformed interval set")
     empty = np.array([s == "" for s in strings])
-    strings = [s or "0" for s in strings]  # placeholder token, masked below
-    ntok = np.array([s.count(" ") + 1 for s in strings])
-    text = "\n".join(strings).replace(" ", "\n").replace("-", ",")
+    placeheld = [s or "0" for s in strings]  # placeholder token, masked by the callers
+    ntok = np.array([s.count(" ") + 1 for s in placeheld])
+    text = "\n".join(placeheld).replace(" ", "\n").replace("-", ",")
     tokens = pd.read_csv(io.StringIO(text), header=None, names=["lo", "hi"], dtype="float64")
     lo = tokens["lo"].to_numpy()
     hi = tokens["hi"].to_numpy()
@@ -180,6 +181,34 @@ def interval_stats(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     if len(lo) != ntok.sum() or np.isnan(lo).any() or np.any(hi < lo):
         raise ValueError("malformed interval set")
     owner = np.repeat(np.arange(len(strings)), ntok)
+    return codes, strings, empty, owner, lo, hi
+
+
+def allocation_intervals(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(row, lo, hi): one entry per machine interval ``lo-hi`` (inclusive) of each row's allocation
+    (``"0-3 7"`` gives two); empty allocations give none.  Raises ValueError on a malformed string."""
+    codes, strings, empty, owner, lo, hi = _tokens(alloc)
+    if not strings:
+        return np.zeros(0, dtype=int), np.zeros(0), np.zeros(0)
+    keep = ~empty[owner]
+    owner, lo, hi = owner[keep], lo[keep], hi[keep]
+    order = np.argsort(owner, kind="stable")
+    owner, lo, hi = owner[order], lo[order], hi[order]
+    starts = np.searchsorted(owner, np.arange(len(strings)))
+    ends = np.searchsorted(owner, np.arange(len(strings)), side="right")
+    n_of = (ends - starts)[codes]                       # intervals of each row
+    rows = np.repeat(np.arange(len(codes)), n_of)
+    offset = np.arange(len(rows)) - np.repeat(np.cumsum(n_of) - n_of, n_of)
+    idx = np.repeat(starts[codes], n_of) + offset
+    return rows, lo[idx], hi[idx]
+
+
+def interval_stats(alloc: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(count, max id) of each interval-set string like ``"0-3 7 9-12"``; NaN where empty.
+    Raises ValueError on a malformed string."""
+    codes, strings, empty, owner, lo, hi = _tokens(alloc)
+    if not strings:
+        return np.full(len(alloc), np.nan), np.full(len(alloc), np.nan)
     count = np.bincount(owner, weights=hi - lo + 1, minlength=len(strings))
     top = np.full(len(strings), -np.inf)
     np.maximum.at(top, owner, hi)
