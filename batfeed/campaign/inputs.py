@@ -1,0 +1,184 @@
+"""A campaign's inputs: converted traces, generated platforms and shaken workloads, cached in the
+campaign directory (``inputs/``) and shared by every run that uses them.
+
+Every cache entry is written under a temporary name and renamed into place as the last step, so a
+killed campaign never leaves a half-written input that a later run would read, and two workers
+making the same entry at once both succeed (the contents are equal, the last rename wins).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from batfeed.campaign.spec import PlatformSpec, TraceSpec
+from batfeed.errors import BatfeedError
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A converted trace: its workload, the platform sized by the conversion (None: unknown size)."""
+
+    workload: Path
+    platform: Path | None
+    nb_res: int | None
+    kept: int
+
+
+def _tmp_name(final: Path) -> Path:
+    return final.with_name(f".tmp-{final.name}-{os.getpid()}-{secrets.token_hex(3)}")
+
+
+def read_workload(path: str | Path) -> dict[str, Any]:
+    """A Batsim workload JSON, plain or gzip-compressed (recognised by its content)."""
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    with (gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")) as fh:
+        return json.load(fh)
+
+
+def write_workload_atomic(path: Path, data: dict[str, Any]) -> Path:
+    """Write ``data`` (one job per line, as the converters do) under a temporary name, then rename."""
+    from batfeed.adapters.workload import write_workload
+
+    top = {k: v for k, v in data.items() if k not in ("jobs", "profiles")}
+    tmp = _tmp_name(path)
+    try:
+        write_workload(tmp, top, data["jobs"], data.get("profiles", {}))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def convert_trace(trace: TraceSpec, key: str, inputs: Path) -> Converted:
+    """The trace converted with its options into ``inputs/KEY/`` (reused when already there)."""
+    final = inputs / key
+    meta = final / "conversion.json"
+    if meta.is_file():
+        return _converted(final, json.loads(meta.read_text(encoding="utf-8")))
+    inputs.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_name(final)
+    tmp.mkdir()
+    try:
+        info = _convert_swf(trace, tmp) if trace.format == "swf" else _convert_json(trace, tmp)
+        info.update(trace=str(trace.path), name=trace.name, format=trace.format, options=trace.convert)
+        (tmp / "conversion.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        try:
+            os.rename(tmp, final)
+        except OSError:                 # made meanwhile by another process: use that one
+            if not meta.is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return _converted(final, json.loads(meta.read_text(encoding="utf-8")))
+
+
+def _converted(folder: Path, info: dict[str, Any]) -> Converted:
+    plat = info.get("platform")
+    return Converted(folder / info["workload"], folder / plat if plat else None, info.get("nb_res"), info["kept"])
+
+
+def _convert_swf(trace: TraceSpec, out: Path) -> dict[str, Any]:
+    from batfeed.adapters.swf import convert_swf
+    from batfeed.campaign.checks import filters
+
+    opts = dict(trace.convert)
+    name = opts.pop("filter", None)
+    if "window" in opts:
+        opts["window"] = tuple(opts["window"])
+    conv = convert_swf(trace.path, out, name="workload", extra_drop=filters()[name] if name else None,
+                       require_kept=True, **opts)
+    return {"workload": conv.workload_path.name, "platform": conv.platform_path.name, "nb_res": conv.nb_res,
+            "kept": conv.report.get("kept"), "read": conv.report.get("read"), "dropped": conv.report.get("dropped")}
+
+
+def _convert_json(trace: TraceSpec, out: Path) -> dict[str, Any]:
+    from batfeed.platforms.generate import write_homogeneous_platform
+
+    data = read_workload(trace.path)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        raise BatfeedError(f"{trace.path}: not a Batsim workload (no 'jobs' list)")
+    limit = trace.convert.get("max_jobs")
+    if limit is not None:       # the first N jobs in submission order, as Batsim submits them
+        data["jobs"] = sorted(data["jobs"], key=lambda j: (float(j.get("subtime", 0)), str(j.get("id"))))[:limit]
+        used = {j.get("profile") for j in data["jobs"]}
+        data["profiles"] = {k: v for k, v in data.get("profiles", {}).items() if k in used}
+    write_workload_atomic(out / "workload.json", data)
+    nb_res = data.get("nb_res")
+    plat = None
+    if isinstance(nb_res, int) and not isinstance(nb_res, bool) and nb_res > 0:
+        plat = write_homogeneous_platform(out / "workload_platform.xml", nb_res).name
+    return {"workload": "workload.json", "platform": plat, "nb_res": nb_res, "kept": len(data["jobs"])}
+
+
+def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str) -> Path:
+    """The platform file of a run: the conversion's, a generated cluster, or the given XML."""
+    if plat.kind == "xml":
+        return Path(plat.value)
+    if plat.kind == "trace":
+        if conv.platform is None:
+            raise BatfeedError(f"{where}: the workload gives no nb_res, so it has no platform of its own: "
+                               "use nb_machines or xml")
+        return conv.platform
+    if plat.kind == "scale":
+        if conv.nb_res is None:
+            raise BatfeedError(f"{where}: the workload gives no nb_res to scale: use nb_machines or xml")
+        n = max(1, math.ceil(conv.nb_res * plat.value - 1e-9))   # rounded up, as convert's size_scale
+    else:
+        n = int(plat.value)
+    return generated_platform(n, inputs)
+
+
+def generated_platform(n: int, inputs: Path) -> Path:
+    """``inputs/platforms/nN.xml``: N homogeneous hosts (``batfeed platform N``)."""
+    from batfeed.platforms.generate import write_homogeneous_platform
+
+    final = inputs / "platforms" / f"n{n}.xml"
+    if not final.is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _tmp_name(final)
+        try:
+            write_homogeneous_platform(tmp, n)
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return final
+
+
+def shake_jobs(jobs: list[dict[str, Any]], shake: float, seed: int) -> None:
+    """Input shaking (Tsafrir, Ouaknine, Feitelson, "Reducing performance evaluation sensitivity and
+    variability by input shaking", MASCOTS 2007): each job's submit time moves by an independent
+    amount drawn uniformly in [-shake, +shake] from ``numpy.random.default_rng(seed)``, in the
+    workload's job order, clipped at 0.  When every submit time is a whole number of seconds (SWF
+    conversions), the shaken times are rounded to whole seconds too.  Job ids and profiles are
+    unchanged; Batsim and the engine submit jobs by (subtime, id), so the order follows the new times."""
+    if not jobs:
+        return
+    sub = np.array([float(j["subtime"]) for j in jobs])
+    new = np.maximum(sub + np.random.default_rng(seed).uniform(-shake, shake, size=len(sub)), 0.0)
+    if np.all(sub == np.floor(sub)):
+        new = np.rint(new)
+    for job, t in zip(jobs, new.tolist(), strict=True):
+        job["subtime"] = t
+
+
+def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Path) -> Path:
+    """``source`` shaken with ``seed`` (:func:`shake_jobs`), cached at ``dest`` (made once, atomically)."""
+    dest = Path(dest)
+    if dest.is_file():
+        return dest
+    data = read_workload(source)
+    shake_jobs(data["jobs"], shake, seed)
+    data["batfeed_shake"] = {"seconds": shake, "seed": seed, "source": Path(source).name}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return write_workload_atomic(dest, data)
