@@ -1,15 +1,21 @@
 """Replay with feedback on KTH-SP2: the grid of Madon, Da Costa, Pierson, *Replay with Feedback*
-(FGCS 2024; models.md §D, Tables 1 and 2), on the embedded engine.
+(FGCS 2024; models.md §D, Tables 1 and 2), as a campaign.
 
-    .venv/bin/python experiments/replay_feedback.py                          # 18 runs, ~3 min on 2 cores
+    .venv/bin/python experiments/replay_feedback.py --workers 2              # 18 runs, ~1 min on 2 cores
     .venv/bin/python experiments/replay_feedback.py --workers 2 --csv runs/rwf/kth.csv
     .venv/bin/python experiments/replay_feedback.py --head 5000 --models a60   # quick look
     .venv/bin/python experiments/replay_feedback.py --kill-at-walltime --graph full  # the other choices
 
+The runs are ``campaigns/replay_feedback.toml`` (with the scenarios, models, graph, walltime rule
+and trace chosen here), run by :func:`batfeed.campaign.run_campaign`: resumable (a second
+invocation reuses the finished runs), every run in ``WORK/results.csv`` and ``WORK/runs/KEY/``.
+This script prints the comparison with the paper's tables.
+
 Scenarios (the paper's "exp"): ``baseline`` EASY on the 100-node KTH platform; ``fcfs`` FCFS
 without backfilling; ``speed_x2`` / ``speed_div2`` node speed ×2 / ÷2 (run times ÷2 / ×2, walltimes
 kept, so under ÷2 jobs reaching their walltime are killed, as in Batsim); ``nodes_x2`` /
-``nodes_div2`` 200 / 50 nodes (jobs larger than the platform are rejected).  Replays: ``rigid``
+``nodes_div2`` 200 / 50 nodes (jobs larger than the platform are rejected).  With ``--trace``,
+another SWF log: its own platform size, ×2 and ÷2.  Replays: ``rigid``
 (recorded submit times), ``a0`` (think-time-only), ``a60`` (sessions cut at 60 min), the last two
 replaying the transitively reduced session graph (``--graph full`` for the full relation).
 
@@ -37,28 +43,27 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import logging
+import math
+import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-KTH = REPO / "data/swf/KTH-SP2-1996-2.1-cln.swf.gz"
+CAMPAIGN = REPO / "campaigns" / "replay_feedback.toml"
 DAY = 86400.0
-MONTH = 365.25 / 12 * DAY
 
-# scenario -> (scheduler, node count, speed factor, paper label)
+# scenario -> (scheduler, platform of the campaign, speed factor, paper label)
 SCENARIOS = {
-    "baseline": ("easy", 100, 1.0, "EASY"),
-    "fcfs": ("fcfs", 100, 1.0, "FCFS"),
-    "speed_x2": ("easy", 100, 2.0, "perf×2"),
-    "speed_div2": ("easy", 100, 0.5, "perf/2"),
-    "nodes_x2": ("easy", 200, 1.0, "infra×2"),
-    "nodes_div2": ("easy", 50, 1.0, "infra/2"),
+    "baseline": ("easy", "nodes_100", 1.0, "EASY"),
+    "fcfs": ("fcfs", "nodes_100", 1.0, "FCFS"),
+    "speed_x2": ("easy", "nodes_100", 2.0, "perf×2"),
+    "speed_div2": ("easy", "nodes_100", 0.5, "perf/2"),
+    "nodes_x2": ("easy", "nodes_200", 1.0, "infra×2"),
+    "nodes_div2": ("easy", "nodes_50", 1.0, "infra/2"),
 }
 MODELS = ("rigid", "a0", "a60")
-EASY_OPTIONS = {"policy": "FCFS", "theta": None}
 
 # Table 1 (KTH): makespan, mean wait, max wait in days, for rigid / a0 / a60
 PAPER_T1 = {
@@ -82,57 +87,56 @@ PAPER_T2 = {
 CSV_COLUMNS = ["trace", "scenario", "model", "mean_wait_s", "max_wait_s", "utilisation", "mean_lateness_s", "delta_s"]
 
 
-def prepare(trace: Path, work: Path, head: int | None) -> tuple[Path, dict[int, Path], dict]:
-    """Convert the trace (optionally its first ``head`` jobs) and write the 50/100/200-node platforms."""
-    from batfeed.adapters.swf import convert_swf
-    from batfeed.platforms.generate import write_homogeneous_platform
-
-    conv = convert_swf(trace, work / "trace")
-    wl_path = conv.workload_path
-    wl = json.loads(wl_path.read_text())
-    if head is not None:
-        wl["jobs"] = sorted(wl["jobs"], key=lambda j: j["subtime"])[:head]
-        wl_path = work / "trace" / f"head{head}.json"
-        wl_path.write_text(json.dumps(wl))
-    platforms = {n: Path(write_homogeneous_platform(work / f"platform_{n}.xml", n)) for n in (50, 100, 200)}
-    jobs = wl["jobs"]
-    finish = [j["subtime"] + max(j.get("swf_wait", 0), 0) + wl["profiles"][j["profile"]]["delay"] for j in jobs]
-    recorded = {
-        "jobs": len(jobs),
-        "makespan_d": (max(finish) - min(j["subtime"] for j in jobs)) / DAY,
-        "mean_wait_d": sum(max(j.get("swf_wait", 0), 0) for j in jobs) / len(jobs) / DAY,
-        "max_wait_d": max(max(j.get("swf_wait", 0), 0) for j in jobs) / DAY,
-    }
-    return wl_path, platforms, recorded
+def spec(args: argparse.Namespace) -> dict:
+    """The campaign file with this invocation's trace, head, models, graph, walltime rule and scenarios."""
+    data = tomllib.loads(CAMPAIGN.read_text(encoding="utf-8"))
+    trace = data["traces"][0]
+    if args.trace is not None:
+        trace.update(name=args.trace.name.removesuffix(".gz").removesuffix(".swf"), path=str(args.trace.resolve()))
+    if args.head is not None:
+        trace["max_jobs"] = args.head
+    data["users"] = [u for u in data["users"] if u["model"] in args.models]
+    for u in data["users"]:
+        u["options"]["kill_at_walltime"] = args.kill_at_walltime
+        if u["model"] != "rigid":
+            u["options"]["graph"] = args.graph
+    data["exclude"] += [{"scheduler": sched, "platform": plat, "user_options.speed_factor": speed}
+                        for sc, (sched, plat, speed, _) in SCENARIOS.items() if sc not in args.scenarios]
+    return data
 
 
-def run_one(args: tuple) -> dict:
-    """One simulation; returns the row of metrics (also used in worker processes)."""
-    scenario, model, workload, platform, export, graph, kill = args
-    logging.getLogger("batsim").setLevel(logging.ERROR)
-    from batfeed.metrics import compute_metrics
-    from batfeed.runner import run_simulation
+def recorded(root: Path, trace: str) -> dict:
+    """The recorded schedule of the converted trace (SWF wait and run times): jobs, makespan, waits."""
+    from batfeed.campaign.inputs import read_workload
 
-    sched, nodes, speed, _ = SCENARIOS[scenario]
-    user_options: dict = {"speed_factor": speed} if speed != 1.0 else {}
-    if not kill:
-        user_options["kill_at_walltime"] = False
-    if model != "rigid":
-        user_options["graph"] = graph
-    t0 = time.perf_counter()
-    r = run_simulation(platform, [workload], scheduler=sched, options=EASY_OPTIONS if sched == "easy" else {},
-                       users=model, user_options=user_options, export=export)
-    wall = time.perf_counter() - t0
-    first = 0.0   # the converted trace starts at its first submission
-    window = (first + 14 * DAY, first + 14 * DAY + 6 * MONTH)
-    m = compute_metrics(r.jobs_csv, nb_resources=nodes, window=window)
-    late = m["lateness"]
-    return {
-        "scenario": scenario, "model": model, "wall_s": wall, "jobs": m["nb_jobs"], "rejected": m["nb_rejected"],
-        "walltime_reached": m["nb_walltime"], "makespan_s": m["makespan"], "mean_wait_s": m["wait"]["mean"],
-        "max_wait_s": m["wait"]["max"], "utilisation": m["utilisation"], "mean_lateness_s": late["mean_s"],
-        "relative_lateness": late["relative"], "delta_s": late["delta_s"],
-    }
+    for path in sorted((root / "inputs").glob("*/conversion.json")):
+        info = json.loads(path.read_text(encoding="utf-8"))
+        if info["name"] != trace:
+            continue
+        wl = read_workload(path.parent / info["workload"])
+        jobs = wl["jobs"]
+        waits = [max(j.get("swf_wait", 0), 0) for j in jobs]
+        finish = [j["subtime"] + w + wl["profiles"][j["profile"]]["delay"] for j, w in zip(jobs, waits, strict=True)]
+        return {"jobs": len(jobs), "makespan_d": (max(finish) - min(j["subtime"] for j in jobs)) / DAY,
+                "mean_wait_d": math.fsum(waits) / len(jobs) / DAY, "max_wait_d": max(waits) / DAY}
+    raise SystemExit(f"replay_feedback: no conversion of {trace} in {root / 'inputs'}")
+
+
+def rows_of(table) -> list[dict]:
+    """The table's runs as the rows :func:`print_tables` reads (scenario, model and metrics)."""
+    scenario = {(sched, plat, speed): sc for sc, (sched, plat, speed, _) in SCENARIOS.items()}
+    rows = []
+    for r in table.to_dict("records"):
+        if r["status"] != "ok":
+            print(f"run {r['key']} failed: {r['error']}", file=sys.stderr)
+            continue
+        rows.append({
+            "scenario": scenario[r["scheduler"], r["platform"], float(r["user_options.speed_factor"])],
+            "model": r["users"], "wall_s": r["wall_s"], "jobs": r["nb_jobs"], "rejected": int(r["nb_rejected"]),
+            "walltime_reached": r["nb_walltime"], "makespan_s": r["makespan"], "mean_wait_s": r["wait.mean"],
+            "max_wait_s": r["wait.max"], "utilisation": r["utilisation"], "mean_lateness_s": r["lateness.mean_s"],
+            "relative_lateness": r["lateness.relative"], "delta_s": r["lateness.delta_s"]})
+    return rows
 
 
 def _f(x: float | None, fmt: str) -> str:
@@ -214,8 +218,8 @@ def print_checks(by: dict, out=sys.stdout) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--trace", type=Path, default=KTH, help="SWF trace (default: KTH-SP2 shipped in data/swf)")
-    p.add_argument("--work", type=Path, default=REPO / "runs" / "replay_feedback", help="output directory")
+    p.add_argument("--trace", type=Path, help="SWF trace (default: KTH-SP2, shipped with batfeed)")
+    p.add_argument("--work", type=Path, default=REPO / "runs" / "replay_feedback", help="the campaign directory")
     p.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
     p.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     p.add_argument("--graph", choices=["reduced", "full"], default="reduced", help="session graph replayed")
@@ -223,27 +227,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="kill jobs that reach their walltime, as Batsim does by default (default here: no, "
                         "as the paper's numbers show; see the module docstring)")
     p.add_argument("--head", type=int, help="only the first N jobs of the trace (quick runs)")
-    p.add_argument("--workers", type=int, default=1, help="parallel simulations (default 1)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="parallel simulations")
+    p.add_argument("--executor", choices=["local", "dask"], default="local")
+    p.add_argument("--scheduler-address", help="with --executor dask: tcp://HOST:8786")
     p.add_argument("--csv", type=Path, help="write one row per run to this CSV")
     args = p.parse_args(argv)
+    from batfeed.campaign import load_spec, run_campaign
 
     t0 = time.perf_counter()
-    args.work.mkdir(parents=True, exist_ok=True)
-    workload, platforms, recorded = prepare(args.trace, args.work, args.head)
-    tasks = [(sc, model, str(workload), str(platforms[SCENARIOS[sc][1]]), str(args.work / f"{sc}_{model}"), args.graph,
-              args.kill_at_walltime)
-             for sc in args.scenarios for model in args.models]
-    if args.workers > 1:
-        with ProcessPoolExecutor(args.workers) as pool:
-            rows = list(pool.map(run_one, tasks))
-    else:
-        rows = []
-        for task in tasks:
-            rows.append(run_one(task))
-            r = rows[-1]
-            print(f"  {r['scenario']:<11} {r['model']:<5} {r['wall_s']:6.1f} s", file=sys.stderr, flush=True)
-    label = args.trace.name.removesuffix(".gz").removesuffix(".swf")
-    print_tables(rows, recorded, label)
+    camp = load_spec(spec(args), base=CAMPAIGN.parent)
+    table = run_campaign(camp, args.work, workers=args.workers, executor=args.executor,
+                         scheduler_address=args.scheduler_address, log=print)
+    rows = rows_of(table)
+    label = camp.traces[0].name
+    print_tables(rows, recorded(args.work, label), label)
     if args.csv:
         args.csv.parent.mkdir(parents=True, exist_ok=True)
         with args.csv.open("w", newline="", encoding="utf-8") as f:
@@ -254,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                             repr(r["utilisation"]), repr(r["mean_lateness_s"]), repr(r["delta_s"])])
         print(f"\nwrote {args.csv}")
     print(f"total wall time {time.perf_counter() - t0:.1f} s ({len(rows)} runs, graph {args.graph}, "
-          f"kill at walltime {'yes' if args.kill_at_walltime else 'no'}, workers {args.workers})")
+          f"kill at walltime {'yes' if args.kill_at_walltime else 'no'}, workers {args.workers}); "
+          f"every run in {args.work / 'results.csv'}")
     return 0
 
 

@@ -119,3 +119,21 @@ def test_readme_example_runs_and_prints_what_readme_says(capsys):
     expected = re.search(r"```text\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
     assert capsys.readouterr().out == expected
+
+
+def test_readme_files_example_runs_and_prints_what_readme_says(capsys, tmp_path, monkeypatch):
+    """README's second Python block (convert, simulate, metrics, report, campaign), executed in a
+    directory holding the repository's data/, prints exactly the ```text block that follows it."""
+    repo = Path(__file__).resolve().parent.parent
+    text = (repo / "README.md").read_text()
+    section = text[text.index("From files, as the commands do"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    expected = re.search(r"```text\n(.*?)```", section, re.S).group(1)
+    (tmp_path / "data").symlink_to(repo / "data")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert capsys.readouterr().out == expected
+    assert (tmp_path / "runs/api/report/index.html").is_file()
+    assert (tmp_path / "runs/api/easy_SQF_manifest.json").is_file()
+    assert (tmp_path / "runs/api/campaign/results.parquet").is_file()
+
