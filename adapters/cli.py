@@ -95,13 +95,16 @@ def _dispatch(args: argparse.Namespace, window: tuple[Any, Any]) -> Iterator[tup
     fmt, out, strict = args.format, args.output, args.strict
     tz = args.tz or "UTC"
     if fmt == "swf":
+        from batfeed.adapters.filters import FILTERS
         from batfeed.adapters.swf import convert_swf
 
         if args.name and len(args.input) > 1:
             raise BatfeedError("--name needs a single SWF input")
+        extra_drop = FILTERS[args.filter] if args.filter else None
         results: Iterable[Any] = (
             convert_swf(path, out, strict=strict, nb_res=args.nb_res, size_from=args.size_from or "procs",
-                        extended=args.extended, machines=args.machines, name=args.name, **_options(args, window))
+                        extended=args.extended, machines=args.machines, name=args.name, extra_drop=extra_drop,
+                        **_options(args, window))
             for path in args.input)
     elif fmt == "pbs":
         from batfeed.adapters.pbs import convert_pbs

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["ALLOWED", "FORMATS", "add_convert_parser"]
+__all__ = ["ALLOWED", "FORMATS", "SWF_FILTERS", "add_convert_parser"]
 
 FORMATS = {
     "swf": "SWF trace(s), plain/gz/xz -> workload, platform, report (one set per input)",
@@ -28,10 +28,11 @@ INPUTS = {"swf": ("TRACE", "SWF trace(s): plain, .gz or .xz"),
           "downtimes": ("FILE", "outage CSV, node-state log, maintenance windows or LANL failure CSV (merged)"),
           "to-swf": ("JOBS_CSV", "Batsim PREFIX_jobs.csv file(s)"),
           "to-maui": ("WORKLOAD", "Batsim workload JSON or SWF trace(s)")}
+SWF_FILTERS = ("tune",)  # names of batfeed.adapters.filters.FILTERS (not imported here: it imports swf)
 _CLEANING = {"unit", "procs_per_node", "nb_res", "walltime_fallback", "over_request", "zero_runtime", "status",
              "user", "window", "max_jobs", "speed", "size_scale", "profiles"}
 ALLOWED: dict[str, set[str]] = {
-    "swf": _CLEANING | {"size_from", "extended", "machines"},
+    "swf": _CLEANING | {"size_from", "extended", "machines", "filter"},
     "pbs": _CLEANING | {"nodes", "tz"},
     "maui": _CLEANING | {"resources"},
     "sacct": _CLEANING | {"tz", "fields"},
@@ -81,6 +82,10 @@ OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any], dict[str, str]]] = [
                              "help": "accept more than 18 columns (Alea's extended SWF, 19-column ALCF exports)"},
      {}),
     (_FMT, ("--machines",), {"metavar": "FILE", "help": "Alea .machines file giving the platform size"}, {}),
+    (_FMT, ("--filter",), {"choices": list(SWF_FILTERS),
+                           "help": "a study's extra cleaning rules: tune (the online-tuning paper's: allocated "
+                                   "processors > platform, run time <= 0, submit < 0, request <= 0 or below the run "
+                                   "time; adapters/filters.py)"}, {}),
     (_FMT, ("--nodes",), {"metavar": "FILE", "help": "node list: 'name [procs]' lines or pbsnodes -a output"}, {}),
     (_FMT, ("--resources",), {"metavar": "RESOURCE_TRACE",
                               "help": "Maui resource trace: the platform (node speeds) and its unavailable nodes"},

@@ -6,7 +6,11 @@ record (the converter counts it in its report under ``reason``) or None to keep 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from batfeed.adapters.swf import SwfRecord
+
+__all__ = ["FILTERS", "tune_filter"]
 
 
 def tune_filter(rec: SwfRecord, size: int) -> tuple[str, str] | None:
@@ -27,3 +31,7 @@ def tune_filter(rec: SwfRecord, size: int) -> tuple[str, str] | None:
     if rec.req_time < rec.run:
         return "tune_request_below_runtime", f"requested time {rec.req_time:g} < run time {rec.run:g}"
     return None
+
+
+FILTERS: dict[str, Callable[[SwfRecord, int], tuple[str, str] | None]] = {"tune": tune_filter}
+"""The rules ``batfeed convert swf --filter NAME`` knows (``adapters/cli_parser.py`` lists their names)."""

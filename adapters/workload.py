@@ -15,7 +15,8 @@ from batfeed.adapters.common import ConvertOptions
 from batfeed.adapters.nodes import write_node_platform
 from batfeed.adapters.report import write_report
 
-__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload", "write_workload_lines"]
+__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload", "write_workload_lines",
+           "write_workload_stream"]
 
 
 @dataclass
@@ -43,15 +44,21 @@ def write_workload_lines(path: Path, top: dict[str, Any], job_lines: Iterable[st
     """:func:`write_workload` from JSON texts: each job's ``json.dumps``, each profile's
     ``json.dumps(name): json.dumps(profile)``; both iterables are consumed once, in that order."""
     with path.open("w", encoding="utf-8") as out:
-        out.write("{\n")
-        for key, value in top.items():
-            out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
-        out.write('  "jobs": [')
-        _write_lines(out, iter(job_lines))
-        out.write('\n  ],\n  "profiles": {')
-        _write_lines(out, iter(profile_lines))
-        out.write("\n  }\n}\n")
+        write_workload_stream(out, top, job_lines, profile_lines)
     return path
+
+
+def write_workload_stream(out: TextIO, top: dict[str, Any], job_lines: Iterable[str],
+                          profile_lines: Iterable[str]) -> None:
+    """:func:`write_workload_lines` into an open text stream (e.g. a gzip one)."""
+    out.write("{\n")
+    for key, value in top.items():
+        out.write(f"  {json.dumps(key)}: {json.dumps(value)},\n")
+    out.write('  "jobs": [')
+    _write_lines(out, iter(job_lines))
+    out.write('\n  ],\n  "profiles": {')
+    _write_lines(out, iter(profile_lines))
+    out.write("\n  }\n}\n")
 
 
 _encode = json.JSONEncoder().encode  # what json.dumps(x) does with default arguments

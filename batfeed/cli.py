@@ -352,6 +352,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_campaign_parser(sub)  # batfeed/campaign/cli.py
 
+    from batfeed.adapters.resample_cli import add_resample_parser
+
+    add_resample_parser(sub)  # adapters/resample_cli.py
+
     s = sub.add_parser("schedulers", help="list the built-in schedulers and user models with their options "
                                           "and defaults")
     s.set_defaults(func=cmd_schedulers)

@@ -35,3 +35,22 @@ def test_tune_filter_drops_and_counts(tmp_path: Path) -> None:
     # without the hook the same trace keeps every job the converter itself accepts
     plain = convert_swf(trace, tmp_path / "plain")
     assert plain.report["kept"] == 6 and plain.report["dropped"] == {"larger_than_machine": 1}
+
+
+def test_convert_swf_filter_tune_switch(tmp_path: Path, capsys) -> None:
+    """``batfeed convert swf --filter tune`` = convert_swf(extra_drop=tune_filter), byte for byte."""
+    from batfeed.adapters.cli_parser import SWF_FILTERS
+    from batfeed.adapters.filters import FILTERS
+
+    from batfeed.cli import main
+
+    assert tuple(FILTERS) == SWF_FILTERS and FILTERS["tune"] is tune_filter
+    trace = tmp_path / "t.swf"
+    trace.write_text(HEADER + "\n".join(LINES) + "\n")
+    api = convert_swf(trace, tmp_path / "api", extra_drop=tune_filter)
+    assert main(["convert", "swf", str(trace), "-o", str(tmp_path / "cli"), "--filter", "tune"]) == 0
+    assert "tune_request_below_runtime" in capsys.readouterr().out
+    assert (tmp_path / "cli" / "t.json").read_bytes() == api.workload_path.read_bytes()
+    assert main(["convert", "pbs", str(trace), "-o", str(tmp_path / "pbs"), "--filter", "tune"]) == 1
+    assert capsys.readouterr().err == ("batfeed convert: error: option --filter does not apply to format 'pbs' "
+                                       "(see batfeed convert pbs --help)\n")

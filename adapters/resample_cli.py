@@ -1,0 +1,83 @@
+"""``batfeed resample weekly WORKLOAD --weeks W --seed S [--count R] -o OUT.json``: the weekly user
+resampling of Gaussier, Lelong, Reis, Trystram, *Online Tuning of EASY-Backfilling*
+(models.md §A "Protocol"; :mod:`batfeed.adapters.resample`, docs/resample.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from batfeed.errors import BatfeedError
+
+__all__ = ["add_resample_parser", "cmd_resample", "output_paths"]
+
+
+def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``resample`` and its ``weekly`` method to ``sub`` (an argparse sub-parsers object)."""
+    s = sub.add_parser("resample", help="resample a workload into new traces (the online-tuning paper's weekly "
+                                        "user resampling; docs/resample.md)",
+                       description="Resample a Batsim workload; 'batfeed resample weekly --help' for the options.")
+    methods = s.add_subparsers(dest="method", metavar="METHOD", required=True, title="methods")
+    text = ("for each simulated week and each user, copy the user's jobs of a uniformly drawn complete week of the "
+            "log, at their offsets in the week (Gaussier et al., Online Tuning of EASY-Backfilling)")
+    w = methods.add_parser("weekly", help=text, description=text)
+    w.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz), e.g. from "
+                                                        "'batfeed convert swf --filter tune'")
+    w.add_argument("--weeks", type=int, default=104, metavar="W",
+                   help="length of each resampled trace in weeks (default 104: the paper's 2 years)")
+    w.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
+    w.add_argument("--count", type=int, default=1, metavar="R",
+                   help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
+    w.add_argument("-o", "--output", required=True, metavar="OUT.json",
+                   help="workload file to write (directory created if needed; gzip if it ends with .gz)")
+    w.set_defaults(func=cmd_resample)
+    return s
+
+
+def output_paths(output: str | Path, seeds: range) -> list[Path]:
+    """``OUT`` for one seed, else ``OUT_seed{S}.json`` (before ``.json``/``.json.gz``, else appended)."""
+    out = Path(output)
+    if len(seeds) == 1:
+        return [out]
+    name = out.name
+    suffix = next((s for s in (".json.gz", ".json") if name.endswith(s) and len(name) > len(s)), "")
+    stem = name[: len(name) - len(suffix)]
+    return [out.with_name(f"{stem}_seed{s}{suffix}") for s in seeds]
+
+
+def cmd_resample(args: argparse.Namespace) -> int:
+    """Run ``batfeed resample weekly``: check the arguments and outputs, load once, write each seed."""
+    from batfeed.adapters.resample import WEEK, WeeklyLog
+
+    from batfeed.outpaths import writable_file
+
+    if args.weeks < 1:
+        raise BatfeedError(f"--weeks must be >= 1 (got {args.weeks})")
+    if args.seed < 0:
+        raise BatfeedError(f"--seed must be >= 0 (got {args.seed})")
+    if args.count < 1:
+        raise BatfeedError(f"--count must be >= 1 (got {args.count})")
+    seeds = range(args.seed, args.seed + args.count)
+    paths = output_paths(args.output, seeds)
+    if Path(args.output).name.endswith((".xz", ".bz2")):
+        raise BatfeedError(f"cannot write to {args.output} (-o/--output): only plain or .gz output is written")
+    for path in paths:
+        writable_file(path, "-o/--output")
+    t0 = time.perf_counter()
+    log = WeeklyLog.load(args.workload)
+    print(f"read {args.workload}: {len(log.data['jobs'])} jobs, {len(log.users)} users, {log.log_weeks} complete "
+          f"weeks drawn from ({log.span / WEEK:.2f} weeks of submissions; {log.undrawable} jobs of the partial last "
+          f"week never drawn) in {time.perf_counter() - t0:.2f} s")
+    if log.anonymous:
+        print(f"note: {log.anonymous} jobs have no user: resampled together as one anonymous user")
+    for seed, path in zip(seeds, paths, strict=True):
+        t1 = time.perf_counter()
+        res = log.resample(args.weeks, seed)
+        res.write(path)
+        print(f"wrote {path}: {args.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
+              f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
+        if not len(res.src):
+            print(f"batfeed resample: warning: {path} has no job (every drawn user-week was empty)", file=sys.stderr)
+    return 0
