@@ -1,8 +1,10 @@
 """Maui validation against history on three traces (models.md §F [MAUI]; issue 6).
 
-For each trace (HPC2N-2002, which Maui scheduled; the Torque-derived wagap trace of MetaCentrum
-with its Alea ``.machines`` file; KTH-SP2) and each scheduling step Δ (event-driven, 5 s, 60 s),
-runs ``batfeed validate`` (weekly windows, previous week as warm-up) and prints three tables:
+Runs the campaign ``campaigns/maui_validation.toml`` (validate runs, docs/campaign.md: for each trace
+— HPC2N-2002, which Maui scheduled; the Torque-derived wagap trace of MetaCentrum with its Alea
+``.machines`` file; KTH-SP2 — and each scheduling step Δ (event-driven, 5 s, 60 s), ``batfeed
+validate``: weekly windows, previous week as warm-up) through the campaign runner, then prints three
+tables from its run directories:
 
 1. the per-job wait error e = simulated − recorded over all scored jobs (mean, median, std, mean
    |e|) and over the contention-bound jobs only (:mod:`batfeed.contention`: jobs whose recorded
@@ -14,59 +16,103 @@ runs ``batfeed validate`` (weekly windows, previous week as warm-up) and prints 
 
 ::
 
-    .venv/bin/python experiments/maui_validation.py --out runs/maui_validation
-    .venv/bin/python experiments/maui_validation.py --traces hpc2n --steps 0 --out runs/v \
+    .venv/bin/python experiments/maui_validation.py --out runs/maui_validation --workers 2
+    .venv/bin/python experiments/maui_validation.py --traces hpc2n --steps 0 --out runs/v \\
         --config schedulers/examples/hpc2n-seth-maui.cfg           # HPC2N's visible per-user limit
     .venv/bin/python experiments/maui_validation.py --traces kth --load 1.4 --out runs/sat
     .venv/bin/python experiments/maui_validation.py --summary-only --out runs/maui_validation
 
-Each trace is converted once (first step); the other steps reuse the workload JSON.  ``--poll``
-adds Maui's poll loop (an iteration at every step while jobs wait), the cost model of the paper.
-``--load F`` divides every submit time by F (a saturated machine, as Salomon was: only the
-step-effect tables mean something then, the recorded waits belong to the unscaled trace).
+``--out`` is the campaign directory (``runs/KEY/`` per run, ``results.csv``); runs already complete
+there are reused, so an interrupted invocation resumes.  The flags edit the campaign before it runs:
+``--traces`` selects the file's traces (by name), ``--steps`` the ``interval`` grid (0 =
+event-driven), ``--config``/``--poll`` Maui's options, ``--weeks``/``--no-plots`` the ``validate``
+table.  Each trace is converted once (the campaign's ``inputs/``) and shared by every step.
+``--poll`` adds Maui's poll loop (an iteration at every step while jobs wait), the cost model of the
+paper.  ``--load F`` divides every submit time by F (the trace option ``load``; a saturated machine,
+as Salomon was: only the step-effect tables mean something then, the recorded waits belong to the
+unscaled trace).  ``BATFEED_SHARED`` (the folder holding ``data/``) defaults to ``../shared``; a
+trace whose file is missing is skipped.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-TRACES = {
-    "hpc2n": SHARED / "swf" / "HPC2N-2002-2.1-cln.swf.gz",
-    "wagap": SHARED / "alea_metacentrum" / "wagap-2013.swf.gz",
-    "kth": SHARED / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz",
-}
+REPO = Path(__file__).resolve().parents[1]
+CAMPAIGN = REPO / "campaigns" / "maui_validation.toml"
+Dirs = dict[tuple[str, float], Path]            # (trace tag, step) -> run directory
 
 
 def tag(trace: str, load: float) -> str:
     return trace if load == 1 else f"{trace}-x{load:g}"
 
 
-def scaled_workload(prepare, trace: Path, out: Path, load: float) -> tuple[Path, Path]:
-    """The trace converted, with every submit time divided by ``load`` (arrival rate x load)."""
-    import json
+def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: float = 1.0,
+             config: str | None = None, poll: bool = False, weeks: str | None = None,
+             plots: bool = True) -> dict[str, Any]:
+    """The campaign file's mapping edited by the command line (traces whose file is missing left out)."""
+    from batfeed.campaign.checks import NAMED_TRACES
+    from batfeed.campaign.spec import CampaignError, read_text
 
-    wl, plat, data = prepare(trace, out)
-    for j in data["jobs"]:
-        j["subtime"] = float(j["subtime"]) / load
-    path = out / f"{wl.name.removesuffix('.json')}_x{load:g}.json"
-    path.write_text(json.dumps(data))
-    return path, plat
+    data, _ = read_text(path)
+    if not all(isinstance(e, dict) and "name" in e for e in data.get("traces", [])):
+        raise CampaignError(f"{path}: every trace entry needs a name (the --traces names)")
+    entries = {e["name"]: e for e in data["traces"]}
+    unknown = [t for t in traces or () if t not in entries]
+    if unknown:
+        raise CampaignError(f"{path}: no trace named {', '.join(unknown)} (the file's: {', '.join(entries)})")
+    selected = []
+    for name in traces or list(entries):
+        entry = dict(entries[name])
+        if entry["path"] not in NAMED_TRACES:
+            file = Path(os.path.expandvars(os.path.expanduser(entry["path"])))
+            file = file if file.is_absolute() else path.parent / file
+            if not file.is_file():
+                print(f"skipping {name}: {file} not found", file=sys.stderr)
+                continue
+        if load != 1:
+            entry.update(load=load, name=tag(name, load))
+        selected.append(entry)
+    if not selected:
+        raise CampaignError(f"{path}: no trace to run")
+    if len(data["schedulers"]) != 1:
+        raise CampaignError(f"{path}: one scheduler entry expected (maui with its options), got "
+                            f"{len(data['schedulers'])}")
+    (sched,) = data["schedulers"]
+    options = dict(sched.get("options") or {})
+    options["interval"] = [int(s) if float(s).is_integer() else s for s in steps]
+    if config is not None:
+        options["config"] = str(Path(config).resolve())
+    if poll:
+        options["poll"] = True
+    settings = dict(data.get("validate") or {}, plots=plots)
+    if weeks is not None:
+        settings["weeks"] = weeks
+    return {**data, "traces": selected, "schedulers": [{**sched, "options": options}], "validate": settings}
 
 
-def run_name(trace: str, step: float, poll: bool) -> str:
-    return f"{trace}_{'ev' if not step else f'{step:g}s'}{'_poll' if poll and step else ''}"
+def run_dirs(table: Any, root: Path) -> Dirs:
+    """The finished runs of the campaign table, by (trace, step)."""
+    dirs: Dirs = {}
+    for _, row in table.iterrows():
+        if row["status"] == "ok":
+            dirs[(row["trace"], float(row["options.interval"]))] = root / "runs" / row["key"]
+        elif row["status"] == "failed":
+            print(f"{row['trace']} at {row['options.interval']:g} s: failed: {row['error']}", file=sys.stderr)
+    return dirs
 
 
-def summary(out: Path, trace: str, step: float, poll: bool) -> dict | None:
-    d = out / run_name(trace, step, poll)
-    if not (d / "errors.csv").exists():
+def summary(d: Path | None, trace: str, step: float, poll: bool) -> dict | None:
+    if d is None or not (d / "errors.csv").exists():
         return None
     with open(d / "errors.csv", newline="") as f:
         weeks = list(csv.DictReader(f))
@@ -84,11 +130,10 @@ def summary(out: Path, trace: str, step: float, poll: bool) -> dict | None:
             "wall_max": max((float(w["wall_s"]) for w in weeks), default=0.0)}
 
 
-def per_job(out: Path, trace: str, step: float, poll: bool) -> dict[str, tuple[int, float, float, int]]:
+def per_job(d: Path | None) -> dict[str, tuple[int, float, float, int]]:
     """job id -> (week, recorded wait, simulated wait, room flag) over every scored week of a run."""
-    d = out / run_name(trace, step, poll) / "weeks"
     got: dict[str, tuple[int, float, float, int]] = {}
-    for path in sorted(d.glob("wk*_errors.csv")):
+    for path in sorted(d.glob("weeks/wk*_errors.csv")) if d is not None else ():
         week = int(path.name[2:5])
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
@@ -97,19 +142,16 @@ def per_job(out: Path, trace: str, step: float, poll: bool) -> dict[str, tuple[i
     return got
 
 
-def week_load(out: Path, trace: str, step: float, poll: bool, week: int) -> float:
+def week_load(d: Path, week: int) -> float:
     """Offered load of a target week: Σ res·run of its jobs / (nb_res · 7 d)."""
-    import json
-
-    path = out / run_name(trace, step, poll) / "weeks" / f"wk{week:03d}.json"
-    data = json.loads(path.read_text())
+    data = json.loads((d / "weeks" / f"wk{week:03d}.json").read_text())
     split = 7 * 86400.0
     work = sum(j["res"] * data["profiles"][j["profile"]].get("delay", 0.0) for j in data["jobs"]
                if j["subtime"] >= split)
     return work / (data["nb_res"] * split)
 
 
-def print_tables(out: Path, traces: list[str], steps: list[float], poll: bool) -> None:
+def print_tables(dirs: Dirs, traces: list[str], steps: list[float], poll: bool) -> None:
     """The three report tables (docs/maui.md, issue 6): errors vs recorded, the step effect, its worst weeks."""
     print("\nError e = simulated - recorded wait, all scored jobs and contention-bound jobs only (room = the "
           "recorded schedule had room for the job during its whole wait):\n")
@@ -119,10 +161,11 @@ def print_tables(out: Path, traces: list[str], steps: list[float], poll: bool) -
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for trace in traces:
         for step in steps:
-            s = summary(out, trace, step, poll)
+            d = dirs.get((trace, step))
+            s = summary(d, trace, step, poll)
             if not s:
                 continue
-            jobs = per_job(out, trace, step, poll)
+            jobs = per_job(d)
             rec = np.array([v[1] for v in jobs.values()])
             sim = np.array([v[2] for v in jobs.values()])
             room = np.array([v[3] for v in jobs.values()], dtype=bool)
@@ -140,11 +183,11 @@ def print_tables(out: Path, traces: list[str], steps: list[float], poll: bool) -
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     worst: list[tuple[str, float, list[tuple[float, int, float, int]]]] = []
     for trace in traces:
-        base = per_job(out, trace, 0, poll)
+        base = per_job(dirs.get((trace, 0.0)))
         if not base:
             continue
         for step in sorted(x for x in steps if x):
-            other = per_job(out, trace, step, poll)
+            other = per_job(dirs.get((trace, step)))
             common = sorted(set(base) & set(other))
             if not common:
                 continue
@@ -167,48 +210,55 @@ def print_tables(out: Path, traces: list[str], steps: list[float], poll: bool) -
     for trace, step, rows in worst:
         pos = sum(1 for r in rows if r[0] > 0)
         for mean_d, w, med_d, n in rows[:3]:
-            load = week_load(out, trace, 0, poll, w)
+            load = week_load(dirs[(trace, 0.0)], w)
             print(f"| {trace} | {step:g} s | {w} | {n} | {load:.2f} | {mean_d:.0f} | {med_d:.0f} | "
                   f"{pos}/{len(rows)} |")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--traces", nargs="+", default=list(TRACES), choices=list(TRACES))
+    p.add_argument("--out", required=True, type=Path, help="campaign directory (runs reused from there)")
+    p.add_argument("--campaign", type=Path, default=CAMPAIGN, help="campaign file (default: %(default)s)")
+    p.add_argument("--traces", nargs="+", help="trace names of the campaign file (default: all: hpc2n wagap kth)")
     p.add_argument("--steps", nargs="+", type=float, default=[0, 5, 60], help="0 = event-driven")
     p.add_argument("--weeks", help="target weeks (default: all)")
     p.add_argument("--config", help="maui.cfg (default: Maui's defaults)")
     p.add_argument("--poll", action="store_true")
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--summary-only", action="store_true")
+    p.add_argument("--summary-only", action="store_true", help="run nothing: print the tables of the runs done")
     p.add_argument("--load", type=float, default=1.0,
                    help="arrival-rate factor F: submit times divided by F (load x F; recorded waits then mean "
                         "nothing: read the step-effect table only)")
+    p.add_argument("--workers", type=int, help="parallel runs (default: the number of CPUs)")
+    p.add_argument("--executor", choices=["local", "dask"], default="local")
+    p.add_argument("--scheduler-address", help="with --executor dask: the Dask scheduler, tcp://HOST:8786")
     args = p.parse_args(argv)
     if args.load <= 0:
         p.error("--load must be > 0")
-    tags = [tag(t, args.load) for t in args.traces]
-    if not args.summary_only:
-        from batfeed.validate import prepare, validate
-        for trace in args.traces:
-            if not TRACES[trace].exists():
-                print(f"skipping {trace}: {TRACES[trace]} not found", file=sys.stderr)
-                continue
-            wl = plat = None
-            if args.load != 1:
-                wl, plat = scaled_workload(prepare, TRACES[trace], args.out / f"{tag(trace, args.load)}_src",
-                                           args.load)
-            for step in args.steps:
-                name = run_name(tag(trace, args.load), step, args.poll)
-                src = wl if wl is not None else TRACES[trace]
-                validate(src, args.out / name, config=args.config, interval=step, poll=args.poll, weeks=args.weeks,
-                         platform=plat, plots=not args.no_plots, log=lambda s, n=name: print(f"{n}: {s}"))
-                if wl is None:
-                    plat = next((args.out / name / "workload").glob("*_platform.xml"))
-                    wl = plat.with_name(plat.name.removesuffix("_platform.xml") + ".json")
-    print_tables(args.out, tags, args.steps, args.poll)
-    return 0
+    os.environ.setdefault("BATFEED_SHARED", str(REPO.parent / "shared"))
+    from batfeed.campaign import CampaignInterrupted, load_spec, run_campaign
+    from batfeed.errors import BatfeedError
+
+    steps = [float(s) for s in args.steps]
+    interrupted = False
+    try:
+        spec = campaign(args.campaign, args.traces, steps, load=args.load, config=args.config, poll=args.poll,
+                        weeks=args.weeks, plots=not args.no_plots)
+        camp = load_spec(spec, base=args.campaign.resolve().parent)
+        table = run_campaign(camp, args.out, workers=args.workers, executor=args.executor,
+                             scheduler_address=args.scheduler_address, dry_run=args.summary_only,
+                             log=lambda line: print(line, flush=True))
+    except CampaignInterrupted as stop:
+        print(f"interrupted: {stop.done} of {stop.total} runs done; run again to resume", file=sys.stderr)
+        table, interrupted = stop.table, True
+    except BatfeedError as err:
+        print(f"maui_validation: error: {err}", file=sys.stderr)
+        return 1
+    root = args.out.resolve()
+    print_tables(run_dirs(table, root), [t.name for t in camp.traces], steps, args.poll)
+    if interrupted:
+        return 130
+    return 0 if (table["status"] == "ok").all() or args.summary_only else 1
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def load_experiment():
     return mod
 
 
-def test_experiment_step_effect_table(tmp_path, capsys, monkeypatch):
+def test_experiment_step_effect_table(tmp_path, capsys):
     """experiments/maui_validation.py on the fixture: d = wait at 60 s - wait event-driven, per job.
 
     Event-driven waits (module docstring): 2: 0, 3: 90, 4: 0, 5: 0, 6: 49; at Δ = 60 s
@@ -174,16 +174,23 @@ def test_experiment_step_effect_table(tmp_path, capsys, monkeypatch):
     -190, 55, 94 -> mean -14.
     """
     mod = load_experiment()
-    monkeypatch.setitem(mod.TRACES, "kth", TRACE)
-    assert mod.main(["--out", str(tmp_path), "--traces", "kth", "--steps", "0", "60", "--no-plots"]) == 0
+    spec = tmp_path / "fixture.toml"        # the printer's campaign, with the fixture as trace "kth"
+    spec.write_text(f'[[traces]]\nname = "kth"\npath = "{TRACE}"\n[[schedulers]]\nname = "maui"\n')
+    args = ["--campaign", str(spec), "--traces", "kth", "--no-plots", "--workers", "1"]
+    assert mod.main([*args, "--out", str(tmp_path / "c"), "--steps", "0", "60"]) == 0
     out = capsys.readouterr().out
     assert "| kth | 60 s | 5 | 39.0 | 55 | 61 | 65 | 39 | 80.0% | 0.0% | -14 |" in out   # p90: 55 + 0.6 * 10
     # first table: all jobs of both weeks; room jobs 2 and 4 (module docstring)
     assert "| kth | event | 2 | 5 | " in out and "| 2 (40%) |" in out
+    # --summary-only runs nothing and prints the same tables
+    assert mod.main([*args, "--out", str(tmp_path / "c"), "--steps", "0", "60", "--summary-only"]) == 0
+    again = capsys.readouterr().out
+    assert "0 to run" in again and again.split("\n\n", 1)[1] == out.split("\n\n", 1)[1]
     # --load 2 halves every submit time (recorded waits kept): the fixture's 3 weeks become 1.5
-    monkeypatch.setitem(mod.TRACES, "kth", TRACE)
-    assert mod.main(["--out", str(tmp_path / "x2"), "--traces", "kth", "--steps", "0", "--no-plots",
-                     "--load", "2"]) == 0
-    wl = json.loads(next((tmp_path / "x2" / "kth-x2_src").glob("*_x2.json")).read_text())
-    assert [j["subtime"] for j in wl["jobs"]] == [0, 302400, 302405, 604802.5, 604802.5, 604803]
-    assert (tmp_path / "x2" / "kth-x2_ev" / "errors.csv").exists()
+    assert mod.main([*args, "--out", str(tmp_path / "x2"), "--steps", "0", "--load", "2"]) == 0
+    assert "| kth-x2 | event | 1 | " in capsys.readouterr().out
+    (wl,) = (tmp_path / "x2" / "inputs").glob("*/workload.json")
+    assert [j["subtime"] for j in json.loads(wl.read_text())["jobs"]] == [0, 302400, 302405, 604802.5, 604802.5,
+                                                                          604803]
+    (run,) = (tmp_path / "x2" / "runs").iterdir()
+    assert (run / "errors.csv").exists()

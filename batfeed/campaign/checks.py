@@ -22,7 +22,7 @@ from batfeed.errors import BatfeedError
 SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "zero_runtime", "statuses", "users",
                "window", "speed", "size_scale", "profiles", "origin", "nb_res", "size_from", "extended", "machines",
                "strict", "filter")
-TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs")
+TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load")
 NAMED_TRACES = ("KTH-SP2",)        # shipped with batfeed (package data)
 # layer options a campaign sets itself from the run (scheduler, its options, the model, the trace)
 LAYER_SET = ("scheduler", "scheduler_options", "users", "trace")
@@ -41,7 +41,9 @@ def _show(value: Any) -> str:
 
 # --------------------------------------------------------------------------- traces
 
-def check_traces(c: Checker, value: Any) -> list[TraceSpec]:
+def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec]:
+    """The trace entries; ``weekly``: validate runs (no shaking; SWF converted as
+    ``batfeed validate`` does, unless the entry says otherwise)."""
     out: list[TraceSpec] = []
     for i, entry in enumerate(c.entries(value, "traces")):
         where = at("traces", i)
@@ -67,8 +69,29 @@ def check_traces(c: Checker, value: Any) -> list[TraceSpec]:
             convert["max_jobs"] = int(c.number(entry["max_jobs"], at(where, "max_jobs"), 1, integer=True))
         if fmt == "swf":
             convert.update(_swf_options(c, entry, where))
+        if "load" in entry:         # submit times divided by the factor, after the conversion
+            load = c.number(entry["load"], at(where, "load"), 0, above=True)
+            if load != 1:
+                convert["load"] = load
+        if weekly:
+            if shake:
+                raise c.fail(at(where, "shake"), "no input shaking in validate runs (the recorded waits are those "
+                                                 "of the trace as recorded)")
+            if fmt == "swf":
+                _validate_defaults(convert, path)
         out.append(TraceSpec(name=name, path=path, format=fmt, convert=convert, shake=shake))
     return out
+
+
+def _validate_defaults(convert: dict[str, Any], path: Path) -> None:
+    """``batfeed validate``'s conversion: Alea's extended columns, over-requests an error (a job running
+    longer than requested gets run + 1 s), and the Alea ``<trace>.machines`` file next to the trace."""
+    convert.setdefault("extended", True)
+    convert.setdefault("over_request", "raise")
+    if "machines" not in convert:
+        guess = path.with_name(path.name.removesuffix(".gz").removesuffix(".xz") + ".machines")
+        if guess.is_file():
+            convert["machines"] = str(guess.resolve())
 
 
 def _trace_path(c: Checker, value: Any, where: str) -> Path:
@@ -143,7 +166,7 @@ def _swf_window(c: Checker, value: Any, where: str) -> list[Any]:
 
 # --------------------------------------------------------------------------- platforms
 
-def check_platforms(c: Checker, value: Any, traces: list[TraceSpec]) -> list[PlatformSpec]:
+def check_platforms(c: Checker, value: Any, traces: list[TraceSpec], weekly: bool = False) -> list[PlatformSpec]:
     out: list[PlatformSpec] = []
     for i, entry in enumerate(c.entries(value, "platforms")):
         where = at("platforms", i)
@@ -175,6 +198,10 @@ def check_platforms(c: Checker, value: Any, traces: list[TraceSpec]) -> list[Pla
         ev = entry.get("events")
         events = () if ev is None else tuple(c.path(e, at(where, "events", j))
                                              for j, e in enumerate(c.entries(ev, at(where, "events"))))
+        if weekly and spec.kind != "trace":
+            raise c.fail(where, "validate runs use the trace's own platform (\"trace\")")
+        if weekly and len(events) > 1:
+            raise c.fail(at(where, "events"), "validate runs take one events file")
         name = entry.get("name", spec.name)
         if not isinstance(name, str) or not name:
             raise c.fail(at(where, "name"), f"must be a non-empty string, got {_show(name)}")
@@ -261,8 +288,13 @@ def combinations(grid: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
-def check_schedulers(c: Checker, value: Any) -> list[SchedulerSpec]:
+def check_schedulers(c: Checker, value: Any, weekly: bool = False) -> list[SchedulerSpec]:
+    """The scheduler entries; ``weekly``: validate runs, Maui only, with the options validate passes on."""
     from batfeed.schedulers.options import validate
+
+    allowed = None
+    if weekly:
+        from batfeed.campaign.weekly import MAUI_OPTIONS as allowed
 
     out = []
     for i, entry in enumerate(c.entries(value, "schedulers")):
@@ -271,8 +303,15 @@ def check_schedulers(c: Checker, value: Any) -> list[SchedulerSpec]:
         c.keys(entry, ("name", "options"), where)
         if "name" not in entry:
             raise c.fail(where, "no 'name' (fcfs, easy, conservative, maui, a .py file, module:Class, ...)")
+        if weekly and str(entry["name"]).lower() != "maui":
+            raise c.fail(at(where, "name"), f"validate runs are Maui's: the scheduler must be maui, got "
+                                            f"{_show(entry['name'])}")
         target, specs = _scheduler_target(c, entry["name"], at(where, "name"))
-        grid = _grid(c, entry.get("options"), at(where, "options"), specs, entry["name"])
+        for key in c.mapping(entry.get("options") or {}, at(where, "options")) if allowed else ():
+            if specs and key in specs and key not in allowed:
+                raise c.fail(at(where, "options", key), f"not an option of validate runs (they take "
+                                                        f"{', '.join(allowed)})")
+        grid = _grid(c, entry.get("options"), at(where, "options"), specs, entry["name"], allowed)
         if specs is not None:
             for combo in combinations(grid):
                 try:
@@ -291,7 +330,7 @@ def user_specs(model: str) -> dict[str, Any]:
     return {**{k: v for k, v in LAYER_SPECS.items() if k not in LAYER_SET}, **MODELS[model].OPTIONS}
 
 
-def check_users(c: Checker, value: Any) -> list[UsersSpec]:
+def check_users(c: Checker, value: Any, weekly: bool = False) -> list[UsersSpec]:
     from batfeed.users import MODELS
 
     out = []
@@ -305,6 +344,8 @@ def check_users(c: Checker, value: Any) -> list[UsersSpec]:
                 raise c.fail(at(where, "options"), "no user model ('none'): no options")
             out.append(UsersSpec(None, {}, None))
             continue
+        if weekly:
+            raise c.fail(at(where, "model"), f"validate runs replay the trace: no user model, got {_show(model)}")
         if model not in MODELS:
             raise c.fail(at(where, "model"), f"unknown user model {_show(model)}{close(str(model), list(MODELS))}; "
                                              f"known: none, {', '.join(MODELS)}")

@@ -192,5 +192,5 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
             scheduler=run.scheduler.target, options=dict(run.options), users=run.users,
             user_options=dict(run.user_options), events=[str(e) for e in run.platform.events], shake=run.trace.shake,
             seed=seed, shaken=None if shaken is None else str(shaken), tau=camp.tau, window=camp.window,
-            call=f"batfeed campaign {camp.source} (run {run.key})"))
+            call=f"batfeed campaign {camp.source} (run {run.key})", validate=camp.validate))
     return tasks

@@ -55,6 +55,7 @@ class RunTask:
     tau: float = 10.0
     window: tuple[float, float] | None = None
     call: str | None = None
+    validate: dict[str, Any] | None = None   # a weekly validation run (weekly.py), not one simulation
 
 
 def one_line(err: BaseException) -> str:
@@ -97,6 +98,10 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
     from batfeed.metrics import compute_metrics
     from batfeed.runner import run_simulation
 
+    if task.validate is not None:
+        from batfeed.campaign.weekly import run_validate
+
+        return run_validate(task, tmp)
     workload = task.workload
     if task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
@@ -162,10 +167,11 @@ def utc_now() -> str:
 
 
 def _fix_manifest(tmp: Path, final: Path) -> None:
-    """The run manifest names the output prefix: make it the final directory's, not the temporary one's."""
-    path = tmp / f"{PREFIX}_manifest.json"
-    if path.is_file():
-        path.write_text(path.read_text(encoding="utf-8").replace(str(tmp), str(final)), encoding="utf-8")
+    """The run manifests name the output prefix: make it the final directory's, not the temporary one's
+    (``run_manifest.json``; a validate run's ``weeks/wkNNN_manifest.json``)."""
+    for path in [tmp / f"{PREFIX}_manifest.json", *sorted(tmp.glob("weeks/*_manifest.json"))]:
+        if path.is_file():
+            path.write_text(path.read_text(encoding="utf-8").replace(str(tmp), str(final)), encoding="utf-8")
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

@@ -130,6 +130,8 @@ def expand(camp: Campaign) -> list[Run]:
                                                                                "options": ufilled},
                                     "seed": seed if seeded else None,
                                 }
+                                if camp.validate is not None:       # weekly validation runs (weekly.py)
+                                    recipe["validate"] = camp.validate
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,
                                                 users.model, uopts, seed, recipe))
     return runs

@@ -94,10 +94,15 @@ def _convert_swf(trace: TraceSpec, out: Path) -> dict[str, Any]:
 
     opts = dict(trace.convert)
     name = opts.pop("filter", None)
+    load = opts.pop("load", None)
     if "window" in opts:
         opts["window"] = tuple(opts["window"])
     conv = convert_swf(trace.path, out, name="workload", extra_drop=filters()[name] if name else None,
                        require_kept=True, **opts)
+    if load is not None:
+        data = read_workload(conv.workload_path)
+        scale_load(data["jobs"], load)
+        write_workload_atomic(conv.workload_path, data)
     return {"workload": conv.workload_path.name, "platform": conv.platform_path.name, "nb_res": conv.nb_res,
             "kept": conv.report.get("kept"), "read": conv.report.get("read"), "dropped": conv.report.get("dropped")}
 
@@ -113,12 +118,21 @@ def _convert_json(trace: TraceSpec, out: Path) -> dict[str, Any]:
         data["jobs"] = sorted(data["jobs"], key=lambda j: (float(j.get("subtime", 0)), str(j.get("id"))))[:limit]
         used = {j.get("profile") for j in data["jobs"]}
         data["profiles"] = {k: v for k, v in data.get("profiles", {}).items() if k in used}
+    if trace.convert.get("load") is not None:
+        scale_load(data["jobs"], trace.convert["load"])
     write_workload_atomic(out / "workload.json", data)
     nb_res = data.get("nb_res")
     plat = None
     if isinstance(nb_res, int) and not isinstance(nb_res, bool) and nb_res > 0:
         plat = write_homogeneous_platform(out / "workload_platform.xml", nb_res).name
     return {"workload": "workload.json", "platform": plat, "nb_res": nb_res, "kept": len(data["jobs"])}
+
+
+def scale_load(jobs: list[dict[str, Any]], load: float) -> None:
+    """Trace option ``load = F``: every submit time divided by F (arrival rate × F, the offered load × F
+    on the same platform); sizes, run times, walltimes and recorded waits unchanged."""
+    for job in jobs:
+        job["subtime"] = float(job["subtime"]) / load
 
 
 def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str) -> Path:

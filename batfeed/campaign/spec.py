@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any
 from batfeed.errors import BatfeedError
 
 TOP_KEYS = ("name", "description", "output", "traces", "platforms", "schedulers", "users", "seeds", "metrics",
-            "tau", "window", "exclude")
+            "tau", "window", "exclude", "validate")
 DEFAULT_METRICS = ("nb_jobs", "nb_rejected", "nb_killed", "nb_walltime", "wait.mean", "wait.p90", "wait.max",
                    "bounded_slowdown.mean", "bounded_slowdown.max", "utilisation", "makespan", "throughput_per_hour")
 USER_METRICS = ("lateness.mean_s", "lateness.relative", "lateness.delta_s")   # added when a run has a user model
@@ -94,6 +95,7 @@ class Campaign:
     text: str = ""                  # the file as written (copied into the campaign directory)
     suffix: str = ".json"
     sha256: str = ""
+    validate: dict[str, Any] | None = None    # weekly validation runs (weekly.py): weeks, plots
 
 
 def at(*parts: str | int) -> str:
@@ -157,7 +159,9 @@ class Checker:
         path = Path(os.path.expandvars(os.path.expanduser(value)))
         path = path if path.is_absolute() else self.base / path
         if not path.is_file():
-            raise self.fail(where, f"no such file: {path}")
+            unset = sorted(set(re.findall(r"\$\{?(\w+)", str(path))))
+            why = f" (environment variable {', '.join(unset)} not set)" if unset else ""
+            raise self.fail(where, f"no such file: {path}{why}")
         return path.resolve()
 
 
@@ -212,24 +216,35 @@ def load_spec(spec: str | Path | Mapping[str, Any], base: str | Path | None = No
     for key in ("traces", "schedulers"):
         if key not in data:
             raise c.fail("", f"no '{key}' given (a campaign needs traces and schedulers)")
-    traces = check_traces(c, data["traces"])
-    platforms = check_platforms(c, data.get("platforms", ["trace"]), traces)
-    schedulers = check_schedulers(c, data["schedulers"])
-    users = check_users(c, data.get("users", ["none"]))
+    weekly = None
+    if "validate" in data:
+        from batfeed.campaign.weekly import check_mode, check_validate
+
+        weekly = check_validate(c, data["validate"])
+        check_mode(c, data)
+    traces = check_traces(c, data["traces"], weekly is not None)
+    platforms = check_platforms(c, data.get("platforms", ["trace"]), traces, weekly is not None)
+    schedulers = check_schedulers(c, data["schedulers"], weekly is not None)
+    users = check_users(c, data.get("users", ["none"]), weekly is not None)
     seeds = [int(c.number(s, at("seeds", i), minimum=0, integer=True))
              for i, s in enumerate(c.entries(data.get("seeds", [0]), "seeds"))]
     if len(set(seeds)) != len(seeds):
         raise c.fail("seeds", f"a seed is listed twice: {seeds}")
     tau = c.number(data.get("tau", 10.0), "tau", 0.0, above=True)
     window = _window(c, data.get("window"))
-    metrics = _metrics(c, data.get("metrics"), any(u.model for u in users))
+    if weekly is not None:
+        from batfeed.campaign.weekly import check_metrics
+
+        metrics = check_metrics(c, data.get("metrics"))
+    else:
+        metrics = _metrics(c, data.get("metrics"), any(u.model for u in users))
     output = data.get("output")
     if output is not None and (not isinstance(output, str) or not output):
         raise c.fail("output", f"must be a directory path, got {json.dumps(output, default=str)}")
     camp = Campaign(name=name, source=source, base=c.base, traces=traces, platforms=platforms,
                     schedulers=schedulers, users=users, seeds=seeds, metrics=metrics, tau=tau, window=window,
                     output=None if output is None else c.base / os.path.expanduser(output), text=text, suffix=suffix,
-                    sha256=hashlib.sha256(text.encode()).hexdigest())
+                    sha256=hashlib.sha256(text.encode()).hexdigest(), validate=weekly)
     from batfeed.campaign.expand import check_exclude
 
     camp.exclude = check_exclude(c, data.get("exclude", []), camp)

@@ -5,7 +5,9 @@ users, ``user_options.*``, seed), ``seed_used``, ``status`` ("ok", "failed", "pe
 yet), ``error``, ``wall_s``, the chosen metrics (dotted :func:`~batfeed.metrics.compute_metrics`
 names, ``wait.mean``), ``jobs_csv`` and ``manifest`` (paths relative to the campaign directory).
 ``wall_s`` is the only wall-clock column (:data:`WALL_CLOCK_COLUMNS`): two runs of a campaign give
-equal tables once it is dropped.
+equal tables once it is dropped.  Validate runs (:mod:`batfeed.campaign.weekly`): their metrics
+instead (``wall.*`` ones, wall-clock too, only when asked), ``jobs_csv``/``manifest`` empty and an
+``errors_csv`` column (the run's ``errors.csv``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _metrics_of(record: dict[str, Any], camp: Campaign, run_dir: Path) -> dict[s
     used = record.get("metrics_options") or {}
     window = list(camp.window) if camp.window else None
     same = used.get("tau") == camp.tau and (list(used["window"]) if used.get("window") else None) == window
-    if same or record.get("status") != "ok":
+    if same or record.get("status") != "ok" or camp.validate is not None:
         return record.get("metrics") or {}
     from batfeed.metrics import compute_metrics
 
@@ -81,8 +83,11 @@ def build_table(camp: Campaign, runs: list[Run], root: Path, records: Mapping[st
             else None
         row["manifest"] = str(rel / f"{PREFIX}_manifest.json") \
             if rec and (run_dir / f"{PREFIX}_manifest.json").is_file() else None
+        if camp.validate is not None:
+            row["errors_csv"] = str(rel / "errors.csv") if rec and (run_dir / "errors.csv").is_file() else None
         rows.append(row)
     columns = ["run", "key", *cols, "seed_used", "status", "error", "wall_s", *camp.metrics, "jobs_csv", "manifest"]
+    columns += ["errors_csv"] if camp.validate is not None else []
     return _typed(pd.DataFrame(rows, columns=columns))
 
 
