@@ -147,6 +147,31 @@ def test_shaking_is_seeded_bounded_and_keeps_whole_seconds() -> None:
     assert abs(deltas.mean()) < 10 and deltas.min() >= -600 and deltas.max() <= 600   # uniform on [-600, 600]
 
 
+def test_resampled_traces_one_per_seed(tmp_path: Path) -> None:
+    """``resample_weeks``: each seed's run simulates the weekly user resample of the converted trace
+    (adapters/resample.py) with that seed; the seed is in the key; a seed's resample is made once."""
+    from batfeed.adapters.resample import resample_weekly
+    from batfeed.campaign.inputs import read_workload
+
+    spec = {"traces": [{"name": "kth3k", "path": "KTH-SP2", "max_jobs": 3000, "resample_weeks": 3}],
+            "schedulers": ["fcfs", "easy"], "seeds": [1, 2]}
+    out = run_campaign(spec, tmp_path, workers=2, progress=False)
+    assert (out["status"] == "ok").all() and out["seed_used"].all() and out["key"].nunique() == 4
+    derived = sorted((tmp_path / "inputs" / "derived").glob("*.json.gz"))
+    assert len(derived) == 2                                    # one per seed, shared by both schedulers
+    (conv,) = [p for p in (tmp_path / "inputs").glob("*/workload.json")]
+    for seed in (1, 2):
+        expected = resample_weekly(read_workload(conv), 3, seed)
+        (path,) = [p for p in derived if p.name.endswith(f"-seed{seed}.json.gz")]
+        got = read_workload(path)
+        assert got["jobs"] == expected["jobs"] and got["batfeed_resample"]["seed"] == seed
+        rows = out[out["seed"] == seed]
+        assert (rows["nb_jobs"] == len(expected["jobs"])).all()
+    assert out.loc[out["seed"] == 1, "wait.mean"].tolist() != out.loc[out["seed"] == 2, "wait.mean"].tolist()
+    with pytest.raises(CampaignError, match=r"traces\[0\]\.resample_weeks: must be an integer >= 0"):
+        load_spec({**spec, "traces": [{"path": "KTH-SP2", "resample_weeks": 1.5}]})
+
+
 def test_failed_runs_are_rows_kept_until_retried(tmp_path: Path) -> None:
     spec = {"traces": [KTH200], "schedulers": ["fcfs", {"name": "maui", "options": {"config": "/nonexistent.cfg"}}]}
     out = run_campaign(spec, tmp_path, workers=2, progress=False)

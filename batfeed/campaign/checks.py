@@ -22,7 +22,7 @@ from batfeed.errors import BatfeedError
 SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "zero_runtime", "statuses", "users",
                "window", "speed", "size_scale", "profiles", "origin", "nb_res", "size_from", "extended", "machines",
                "strict", "filter")
-TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load")
+TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load", "resample_weeks")
 NAMED_TRACES = ("KTH-SP2",)        # shipped with batfeed (package data)
 # layer options a campaign sets itself from the run (scheduler, its options, the model, the trace)
 LAYER_SET = ("scheduler", "scheduler_options", "users", "trace")
@@ -73,13 +73,17 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
             load = c.number(entry["load"], at(where, "load"), 0, above=True)
             if load != 1:
                 convert["load"] = load
+        weeks = int(c.number(entry.get("resample_weeks", 0), at(where, "resample_weeks"), 0, integer=True))
         if weekly:
+            if weeks:
+                raise c.fail(at(where, "resample_weeks"), "no resampling in validate runs (the recorded waits are "
+                                                          "those of the trace as recorded)")
             if shake:
                 raise c.fail(at(where, "shake"), "no input shaking in validate runs (the recorded waits are those "
                                                  "of the trace as recorded)")
             if fmt == "swf":
                 _validate_defaults(convert, path)
-        out.append(TraceSpec(name=name, path=path, format=fmt, convert=convert, shake=shake))
+        out.append(TraceSpec(name=name, path=path, format=fmt, convert=convert, shake=shake, resample_weeks=weeks))
     return out
 
 

@@ -50,6 +50,7 @@ class RunTask:
     user_options: dict[str, Any] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
     shake: float = 0.0
+    resample_weeks: int = 0            # a weekly user resample of the trace (adapters/resample.py), then shaking
     seed: int | None = None            # given to the run (shaking, seed options) when something consumes it
     shaken: str | None = None          # where the shaken workload is cached
     tau: float = 10.0
@@ -93,7 +94,7 @@ def _supported(name: str) -> bool:
 
 
 def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
-    from batfeed.campaign.inputs import shaken_workload
+    from batfeed.campaign.inputs import derived_workload, shaken_workload
     from batfeed.campaign.table import flatten
     from batfeed.metrics import compute_metrics
     from batfeed.runner import run_simulation
@@ -103,7 +104,9 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
 
         return run_validate(task, tmp)
     workload = task.workload
-    if task.shake > 0 and task.seed is not None and task.shaken:
+    if task.resample_weeks and task.seed is not None and task.shaken:
+        workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken))
+    elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
     result = run_simulation(task.platform, [workload], scheduler=task.scheduler, options=dict(task.options),

@@ -5,7 +5,8 @@ model, option combination) × seeds, in the order written (the seed varies faste
 ``exclude`` matches.  A run's key is the SHA-256 (16 hex digits) of its *recipe*: the trace's
 content hash and conversion options, the shaking amplitude, the platform, the scheduler with its
 options (defaults filled in, so ``{}`` and ``{policy = "FCFS"}`` are the same run), the user model
-with its options, and the seed **only when something consumes it** (``shake`` > 0, or a scheduler
+with its options, and the seed **only when something consumes it** (``shake`` > 0, ``resample_weeks``
+> 0, or a scheduler
 or user model declaring a ``seed`` option).  Rows that differ only by an unconsumed seed share
 one simulation; the table repeats its results with ``seeded`` false.
 """
@@ -119,7 +120,7 @@ def expand(camp: Campaign) -> list[Run]:
                                 row = _row(trace, plat, sched, written, users, uwritten, seed)
                                 if any(matches(row, ex) for ex in camp.exclude):
                                     continue
-                                seeded = trace.shake > 0 or "seed" in (sched.specs or {}) \
+                                seeded = trace.shake > 0 or trace.resample_weeks > 0 or "seed" in (sched.specs or {}) \
                                     or "seed" in (users.specs or {})
                                 recipe = {
                                     "trace": {"conversion": conv, "shake": trace.shake},
@@ -130,6 +131,8 @@ def expand(camp: Campaign) -> list[Run]:
                                                                                "options": ufilled},
                                     "seed": seed if seeded else None,
                                 }
+                                if trace.resample_weeks:            # absent otherwise: keys unchanged
+                                    recipe["trace"]["resample_weeks"] = trace.resample_weeks
                                 if camp.validate is not None:       # weekly validation runs (weekly.py)
                                     recipe["validate"] = camp.validate
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,

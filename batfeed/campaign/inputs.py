@@ -1,4 +1,4 @@
-"""A campaign's inputs: converted traces, generated platforms and shaken workloads, cached in the
+"""A campaign's inputs: converted traces, generated platforms, shaken and resampled workloads, cached in the
 campaign directory (``inputs/``) and shared by every run that uses them.
 
 Every cache entry is written under a temporary name and renamed into place as the last step, so a
@@ -196,3 +196,26 @@ def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Pat
     data["batfeed_shake"] = {"seconds": shake, "seed": seed, "source": Path(source).name}
     dest.parent.mkdir(parents=True, exist_ok=True)
     return write_workload_atomic(dest, data)
+
+
+def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path) -> Path:
+    """``source`` resampled to ``weeks`` weeks with ``seed`` (the online-tuning paper's weekly user
+    resampling, :mod:`batfeed.adapters.resample`), then shaken by ``shake`` s with the same seed
+    (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically)."""
+    from batfeed.adapters.resample import resample_weekly, write_workload_file
+
+    dest = Path(dest)
+    if dest.is_file():
+        return dest
+    data = resample_weekly(read_workload(source), weeks, seed)
+    if shake > 0:
+        shake_jobs(data["jobs"], shake, seed)
+        data["batfeed_shake"] = {"seconds": shake, "seed": seed}
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".tmp-{dest.name.removesuffix('.gz')}-{os.getpid()}-{secrets.token_hex(3)}.gz")
+    try:
+        write_workload_file(tmp, data)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest

@@ -36,13 +36,15 @@ class CampaignError(BatfeedError, ValueError):
 @dataclass(frozen=True)
 class TraceSpec:
     """One trace entry: ``convert`` holds the conversion options (SWF: :func:`convert_swf`'s; JSON:
-    ``max_jobs``), ``shake`` the input-shaking amplitude in seconds (0: off)."""
+    ``max_jobs``), ``shake`` the input-shaking amplitude in seconds (0: off), ``resample_weeks`` the
+    length of a weekly user resample of the converted trace, one per seed (0: off)."""
 
     name: str
     path: Path
     format: str
     convert: dict[str, Any]
     shake: float = 0.0
+    resample_weeks: int = 0
 
 
 @dataclass(frozen=True)

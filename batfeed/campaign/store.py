@@ -2,7 +2,7 @@
 
     DIR/spec.toml (or .yaml, .json)   a copy of the campaign file as run last
     DIR/campaign.json                 campaign manifest: spec hash, versions, every invocation
-    DIR/inputs/KEY/                   converted traces; inputs/platforms/, inputs/shaken/
+    DIR/inputs/KEY/                   converted traces; inputs/platforms/, inputs/shaken/, inputs/derived/
     DIR/runs/KEY/                     one complete run: run_jobs.csv, ..., run_manifest.json, log.txt,
                                       result.json (written last, before the directory is renamed in)
     DIR/results.csv, results.parquet  the table
@@ -58,7 +58,8 @@ def locked(root: Path) -> Iterator[None]:
 def clean_partial(root: Path) -> int:
     """Remove what interrupted invocations left (``.tmp-*`` runs and inputs); returns how many."""
     n = 0
-    for folder in (root / "runs", root / "inputs", root / "inputs" / "platforms", root / "inputs" / "shaken"):
+    for folder in (root / "runs", root / "inputs", root / "inputs" / "platforms", root / "inputs" / "shaken",
+                   root / "inputs" / "derived"):
         if not folder.is_dir():
             continue
         for entry in folder.glob(".tmp-*"):
