@@ -28,9 +28,9 @@ SCHEMA = 1
 SUFFIX = "_manifest.json"
 _CHUNK = 1 << 20
 
-__all__ = ["SCHEMA", "SUFFIX", "build_manifest", "cli_call", "file_entry", "git_info", "manifest_for",
-           "python_call", "read_manifest", "resolve_scheduler_options", "resolve_user_options", "spec_of",
-           "utc_now", "versions", "write_manifest"]
+__all__ = ["SCHEMA", "SUFFIX", "apply_log", "build_manifest", "cli_call", "file_entry", "git_info", "manifest_for",
+           "needs_profiles", "python_call", "read_manifest", "resolve_scheduler_options", "resolve_user_options",
+           "spec_of", "utc_now", "versions", "write_manifest"]
 
 
 def utc_now() -> str:
@@ -102,26 +102,41 @@ def peak_rss_bytes() -> int | None:
 # --------------------------------------------------------------------------- options
 
 
-def spec_of(scheduler: str | None) -> tuple[str | None, dict[str, Any] | None]:
-    """(class path, option specs) of a scheduler name: batfeed's own and ``module:Class`` classes with
-    an ``OPTIONS`` spec dict; (None, None) for anything else (a .py file, a pybatsim scheduler)."""
+def _scheduler_class(scheduler: str | None) -> tuple[str | None, Any]:
+    """(class path, class) of batfeed's own schedulers and ``module:Class`` names; (None, None) for
+    anything else (a .py file, a pybatsim scheduler), (path, None) if the import fails."""
     if not scheduler:
         return None, None
     from batfeed.registry import BUILTIN
-    from batfeed.schedulers.options import Option
 
     target = BUILTIN.get(scheduler.lower(), scheduler)
     if ":" not in target or "/" in target or target.endswith(".py"):
         return None, None
     module, _, name = target.partition(":")
     try:
-        cls = getattr(importlib.import_module(module), name)
+        return target, getattr(importlib.import_module(module), name)
     except Exception:           # make_scheduler reports it; the manifest only records
+        return target, None
+
+
+def spec_of(scheduler: str | None) -> tuple[str | None, dict[str, Any] | None]:
+    """(class path, option specs) of a scheduler name: batfeed's own and ``module:Class`` classes with
+    an ``OPTIONS`` spec dict; (None, None) for anything else (a .py file, a pybatsim scheduler)."""
+    from batfeed.schedulers.options import Option
+
+    target, cls = _scheduler_class(scheduler)
+    if cls is None:
         return None, None
     specs = getattr(cls, "OPTIONS", None)
     if not isinstance(specs, Mapping) or not all(isinstance(o, Option) for o in specs.values()):
         return target, None
     return target, dict(specs)
+
+
+def needs_profiles(scheduler: str | None) -> bool:
+    """True for schedulers reading the jobs' profiles at submission (``NEEDS_PROFILES``, e.g.
+    ``tuned_easy``'s actual run times): the runner then enables --forward-profiles-on-submission."""
+    return bool(getattr(_scheduler_class(scheduler)[1], "NEEDS_PROFILES", False))
 
 
 def resolve_scheduler_options(scheduler: str | None, options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -314,6 +329,19 @@ def apply_seed(seed: int | None, scheduler: str | None, options: dict[str, Any] 
     if "seed" in (user_model_specs(users) or {}) and "seed" not in (user_options or {}):
         user_options = {**(user_options or {}), "seed": seed}
     return options, user_options
+
+
+def apply_log(export: str | Path | None, scheduler: str | None,
+              options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """For an exported run, option ``log`` set to ``PREFIX`` + the class's ``LOG_SUFFIX`` when the
+    scheduler declares both and the option is not given (``tuned_easy``: ``PREFIX_tuning.csv``)."""
+    if export is None or "log" in (options or {}):
+        return options
+    _, cls = _scheduler_class(scheduler)
+    suffix = getattr(cls, "LOG_SUFFIX", None)
+    if suffix and "log" in (spec_of(scheduler)[1] or {}):
+        options = {**(options or {}), "log": f"{export}{suffix}"}
+    return options
 
 
 def input_entries(platform: str | Path, workloads: Sequence[str | Path], events: Sequence[str | Path],

@@ -21,6 +21,7 @@ BUILTIN = {
     "easy": "batfeed.schedulers.easy:Easy",
     "conservative": "batfeed.schedulers.conservative:Conservative",
     "maui": "batfeed.schedulers.maui:Maui",
+    "tuned_easy": "batfeed.schedulers.tuned_easy:TunedEasy",
 }
 
 

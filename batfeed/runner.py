@@ -22,9 +22,11 @@ from batfeed.engine.direct import DirectDriver, supports_direct
 from batfeed.engine.transport import InProcessTransport, ZmqTransport, endpoint_error
 from batfeed.errors import BatfeedError
 from batfeed.manifest import (
+    apply_log,
     apply_seed,
     build_manifest,
     input_entries,
+    needs_profiles,
     python_call,
     resolve_scheduler_options,
     resolve_user_options,
@@ -70,7 +72,9 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
     ``PREFIX_jobs.csv`` … and the run manifest ``PREFIX_manifest.json`` (:mod:`batfeed.manifest`).
 
     ``seed``: recorded in the manifest, and given to the scheduler and the user model as option
-    ``seed`` when their option specs declare one (an explicit option wins).  ``call``: how the run was
+    ``seed`` when their option specs declare one (an explicit option wins).  With ``export``, a
+    scheduler declaring a ``log`` option and a ``LOG_SUFFIX`` gets ``log = PREFIX + LOG_SUFFIX``
+    unless given; ``forward_profiles`` is turned on for schedulers with ``NEEDS_PROFILES``.  ``call``: how the run was
     invoked, for the manifest (the CLI gives its command line; default: this Python call).
 
     ``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
@@ -87,6 +91,8 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                            "Ctrl-C stops it)")
     label, context = scheduler, f"user model {users}" if users else ""
     options, user_options = apply_seed(seed, scheduler, options, users, user_options)
+    options = apply_log(export, scheduler, options)            # tuned_easy: PREFIX_tuning.csv
+    forward_profiles = forward_profiles or needs_profiles(scheduler)   # tuned_easy: actual run times
     asked = (scheduler, options, list(workloads), user_options)        # for the manifest
     if users is not None:
         scheduler, options, workloads, dynamic = _user_model_setup(scheduler, options, workloads, users,

@@ -250,6 +250,34 @@ class WaitQueue:
     def __len__(self) -> int:
         return self.n
 
+    def set_policies(self, policy: str | Policy, backfill_policy: str | Policy | None, now: float) -> None:
+        """Change P (and B; None: the same as P) at ``now``: the waiting jobs not starved are re-keyed
+        and both indexes rebuilt, as if the queue had been built with these orders (ties stay by
+        arrival); starved jobs keep their submission order."""
+        P = policy if isinstance(policy, Policy) else get_policy(policy)
+        b = P if backfill_policy is None else (
+            backfill_policy if isinstance(backfill_policy, Policy) else get_policy(backfill_policy))
+        B = b if b.name != P.name else None
+        entries = list(self.main)
+        self.P, self.B = P, B
+        self.dynamic = P.dynamic or (B is not None and B.dynamic)
+        items = []
+        for e in entries:
+            e.kp = (P.key(e, now), e.seq)
+            items.append((e.kp, e))
+        items.sort(key=lambda it: it[0])
+        self.main = QueueIndex()
+        self.main.rebuild(items)
+        self.main_b = None
+        if B is not None:
+            items = []
+            for e in entries:
+                e.kb = (B.key(e, now), e.seq)
+                items.append((e.kb, e))
+            items.sort(key=lambda it: it[0])
+            self.main_b = QueueIndex()
+            self.main_b.rebuild(items)
+
     def push(self, job: Any, now: float) -> Entry:
         e = Entry(job, self.seq)
         self.seq += 1

@@ -22,7 +22,7 @@ from typing import Any
 
 from batfeed.errors import BatfeedError
 
-KINDS = ("number", "choice", "policy", "bool", "path", "string", "object", "maintenance")
+KINDS = ("number", "choice", "policy", "policies", "duration", "bool", "path", "string", "object", "maintenance")
 
 
 class OptionError(BatfeedError, ValueError):
@@ -31,9 +31,12 @@ class OptionError(BatfeedError, ValueError):
 
 @dataclass(frozen=True)
 class Option:
-    """One option: ``kind`` is one of :data:`KINDS`; ``minimum`` (``above``: exclusive) bounds numbers;
-    ``nullable`` accepts JSON null; ``unit`` qualifies numbers ("seconds"); ``forbid``: characters a
-    string may not contain; ``expect`` overrides the generated description of the accepted values."""
+    """One option: ``kind`` is one of :data:`KINDS`; ``minimum`` (``above``: exclusive) and ``maximum``
+    bound numbers, ``integer`` requires whole ones (given as ints); ``nullable`` accepts JSON null;
+    ``unit`` qualifies numbers ("seconds"); ``forbid``: characters a string may not contain; ``expect``
+    overrides the generated description of the accepted values.  ``policies``: a non-empty list of
+    distinct queue policies; ``duration``: a number of seconds > 0 or one of the names in ``choices``
+    (the scheduler maps them to seconds)."""
 
     name: str
     kind: str
@@ -46,21 +49,28 @@ class Option:
     unit: str = ""
     expect: str = ""
     forbid: str = ""
+    maximum: float | None = None
+    integer: bool = False
 
     def expected(self) -> str:
         """What the option accepts, for messages and the listing ("a number of seconds >= 0 or null")."""
         if self.expect:
             text = self.expect
         elif self.kind == "number":
-            text = f"a number{' of ' + self.unit if self.unit else ''}"
+            text = f"{'an integer' if self.integer else 'a number'}{' of ' + self.unit if self.unit else ''}"
             if self.minimum is not None:
                 text += f" {'>' if self.above else '>='} {self.minimum:g}"
+            if self.maximum is not None:
+                text += f"{' and' if self.minimum is not None else ''} <= {self.maximum:g}"
         elif self.kind == "choice":
             text = "one of " + ", ".join(json.dumps(c) for c in self.choices)
-        elif self.kind == "policy":
+        elif self.kind == "duration":
+            text = ", ".join(json.dumps(c) for c in self.choices) + " or a number of seconds > 0"
+        elif self.kind in ("policy", "policies"):
             from batfeed.schedulers.policies import POLICIES
 
-            text = f"a queue policy ({', '.join(POLICIES)})"
+            text = (f"a queue policy ({', '.join(POLICIES)})" if self.kind == "policy" else
+                    f"a non-empty list of distinct queue policies ({', '.join(POLICIES)})")
         else:
             text = {"bool": "true or false", "path": "a file path", "string": "a non-empty string" + (
                         " without " + ", ".join(json.dumps(c) for c in self.forbid) if self.forbid else ""),
@@ -86,7 +96,29 @@ class Option:
                 return False, v, None
             if self.minimum is not None and (v <= self.minimum if self.above else v < self.minimum):
                 return False, v, None
+            if self.maximum is not None and v > self.maximum:
+                return False, v, None
+            if self.integer:
+                return (True, int(v), None) if float(v).is_integer() else (False, v, None)
             return True, float(v), None
+        if k == "duration":
+            if isinstance(v, int | float) and not isinstance(v, bool):
+                return (True, float(v), None) if math.isfinite(v) and v > 0 else (False, v, None)
+            if isinstance(v, str) and v in self.choices:
+                return True, v, None
+            close = difflib.get_close_matches(v, self.choices, 1) if isinstance(v, str) else []
+            return False, v, close[0] if close else None
+        if k == "policies":
+            from batfeed.schedulers.policies import POLICIES
+
+            if not isinstance(v, list | tuple) or not v or not all(isinstance(x, str) for x in v):
+                return False, v, None
+            for x in v:
+                if x.upper() not in POLICIES:
+                    close = difflib.get_close_matches(x.upper(), list(POLICIES), 1)
+                    return False, v, close[0] if close else None
+            names = [x.upper() for x in v]
+            return (True, names, None) if len(set(names)) == len(names) else (False, v, None)
         if k in ("choice", "policy"):
             if k == "policy":
                 from batfeed.schedulers.policies import POLICIES

@@ -151,6 +151,7 @@ def test_resampled_traces_one_per_seed(tmp_path: Path) -> None:
     """``resample_weeks``: each seed's run simulates the weekly user resample of the converted trace
     (adapters/resample.py) with that seed; the seed is in the key; a seed's resample is made once."""
     from batfeed.adapters.resample import resample_weekly
+
     from batfeed.campaign.inputs import read_workload
 
     spec = {"traces": [{"name": "kth3k", "path": "KTH-SP2", "max_jobs": 3000, "resample_weeks": 3}],

@@ -5,7 +5,8 @@
    use nothing else of ``bs`` (checked on their source).
 2. Equivalence: for every batfeed scheduler (FCFS, EASY with the 12 policies and both reservation
    modes, Θ and a separate backfill order, conservative, Maui event-driven, interval mode and with a
-   maui.cfg), without and with downtimes (each ``on_machine_down`` mode) and planned maintenance, and
+   maui.cfg, tuned EASY with each strategy), without and with downtimes (each ``on_machine_down``
+   mode) and planned maintenance, and
    for the user models (rigid, a0, a60, with and without acknowledgements and profile reuse), the two
    drivers give byte-identical ``_jobs.csv`` and ``_machine_states.csv``, ``_schedule.csv`` equal but
    for its wall-clock fields, and the same number of messages; then the same on hypothesis-generated
@@ -175,6 +176,9 @@ def test_easy_equivalence(tmp_path, kth500, options):
     ("fcfs", {}), ("conservative", {}), ("conservative", {"policy": "SPF"}),
     ("maui", {}), ("maui", {"interval": 60}), ("maui", {"config": "CFG"}),
     ("maui", {"config": "CFG", "interval": 5, "poll": True}),
+    ("tuned_easy", {}), ("tuned_easy", {"strategy": "noisy", "period": 3600, "seed": 2}),
+    ("tuned_easy", {"strategy": "bandit", "period": 7200, "backfill_policy": "SPF", "discount": 0.9}),
+    ("tuned_easy", {"strategy": "random", "period": 3600, "policies": ["SQF", "LEXP", "FCFS"]}),
 ], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
 def test_other_schedulers_equivalence(tmp_path, kth500, scheduler, options):
     platform, workload, _, _ = kth500
@@ -190,6 +194,7 @@ def test_other_schedulers_equivalence(tmp_path, kth500, scheduler, options):
     ("easy", {"on_machine_down": "kill-resubmit"}), ("easy", {"reservation": "machines", "policy": "SAF"}),
     ("conservative", {"on_machine_down": "kill-resubmit"}), ("maui", {"on_machine_down": "kill-drop"}),
     ("maui", {"interval": 60, "on_machine_down": "kill-resubmit"}),
+    ("tuned_easy", {"period": 3600, "on_machine_down": "kill-resubmit"}),
 ], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
 def test_equivalence_with_downtimes(tmp_path, kth500, scheduler, options):
     platform, workload, events, _ = kth500
@@ -236,7 +241,9 @@ sched_st = st.sampled_from([("fcfs", {}), ("easy", {}), ("easy", {"policy": "SPF
                             ("easy", {"policy": "SEXP", "on_machine_down": "kill-drop"}),
                             ("easy", {"on_machine_down": "kill-resubmit"}), ("conservative", {}),
                             ("conservative", {"on_machine_down": "kill-resubmit"}),
-                            ("maui", {}), ("maui", {"interval": 30})])
+                            ("maui", {}), ("maui", {"interval": 30}),
+                            ("tuned_easy", {"period": 60, "strategy": "noisy", "seed": 1}),
+                            ("tuned_easy", {"period": 50, "strategy": "bandit", "on_machine_down": "kill-drop"})])
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -57,6 +57,7 @@ def _real(tmp: Path, platform: Path, workloads: list[Path], scheduler: str, opti
 @pytest.mark.parametrize("scheduler,options", [
     ("fcfs", {}), ("easy", {}), ("easy", {"policy": "SQF", "backfill_policy": "LPF"}),
     ("easy", {"reservation": "machines", "theta": None}), ("conservative", {}), ("maui", {"interval": 60}),
+    ("tuned_easy", {"period": 3600}),     # what-ifs in the scheduler process; profiles from SIMULATION_BEGINS
 ], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
 def test_schedulers_under_real_batsim_equal_the_direct_driver(tmp_path, kth, scheduler, options):
     real = _real(tmp_path, kth.platform_path, [kth.workload_path], scheduler, options)
