@@ -144,6 +144,31 @@ def print_tables(table, traces: list[str]) -> None:
     print("\nThe paper's qualitative order (Full ≈ Noisy ≈ best fixed > Bandit > Random > FCFS), per trace:")
     for line in checks:
         print(line)
+    print_pairs(w, traces)
+
+
+PAIRS = [("SPF", "LPF"), ("SQF", "LQF"), ("SEXP", "LEXP"), ("SRF", "LRF"), ("SAF", "LAF")]
+
+
+def print_pairs(w: dict, traces: list[str]) -> None:
+    """For each pair of opposite policies, the distance |ours − paper| summed over the pair, with the
+    paper's labels as printed and exchanged: which reading of Table 3 our numbers support."""
+    print("\nOpposite policies: Σ |ours − paper| over each pair, paper's labels as printed / exchanged "
+          "(points of Impr)\n")
+    print("| trace | " + " | ".join(f"{a}/{b}" for a, b in PAIRS) + " |")
+    print("|---|" + "---|" * len(PAIRS))
+    for t in traces:
+        paper = dict(zip(POLICIES[1:], PAPER3.get(t, []), strict=False))
+        cells = []
+        for a, b in PAIRS:
+            x, y = impr(w, t, a), impr(w, t, b)
+            if x is None or y is None or a not in paper:
+                cells.append("-")
+                continue
+            same = abs(x[0] - paper[a]) + abs(y[0] - paper[b])
+            swapped = abs(x[0] - paper[b]) + abs(y[0] - paper[a])
+            cells.append(f"{same:.0f} / {swapped:.0f}")
+        print(f"| {t} | " + " | ".join(cells) + " |")
 
 
 def order_checks(trace: str, best: tuple | None, got: dict) -> str:

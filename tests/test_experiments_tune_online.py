@@ -61,3 +61,12 @@ def test_order_checks_state_each_claim(mod):
     assert "week: Full -20.0 (+2.0 pts from best fixed), Noisy -19.0 (≈ Full), Bandit -10.0 (between Random and " \
            "Full), Random -5.0 (better than FCFS)" in line
     assert "day: incomplete" in line
+
+
+def test_pairs_compare_the_paper_labels_as_printed_and_exchanged(mod, capsys):
+    # KTH-SP2 paper: SRF -8, LRF -13.  Ours: SRF -13 %, LRF -8 % (exchanged): distances 10 as printed, 0 exchanged
+    table = pd.DataFrame(rows("KTH-SP2", "FCFS", {1: (10.0, 10)}) + rows("KTH-SP2", "SRF", {1: (8.7, 10)})
+                         + rows("KTH-SP2", "LRF", {1: (9.2, 10)}))
+    mod.print_pairs(mod.totals(table), ["KTH-SP2"])
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| KTH-SP2")][0]
+    assert line == "| KTH-SP2 | - | - | - | 10 / 0 | - |"
