@@ -1,0 +1,231 @@
+"""User-based workload resampling of Zakay & Feitelson, *Workload resampling for performance evaluation
+of parallel job schedulers* (models.md §E [RES], "Generation", "Load factor f").
+
+Users are classified by :func:`batfeed.users.classify.classify_users` (long-term / temporary;
+discarded users are unused).  A user's jobs are kept as one sequence (input sorted by subtime, stable)
+and only ever shifted by whole weeks of the log's week grid (weeks ``[T0 + i·WEEK, T0 + (i+1)·WEEK)``,
+``T0`` = the log's first subtime), so day-of-week, time-of-day, order, gaps and every field are kept.
+Output time 0 is the start of output week 0; jobs outside ``[0, weeks·WEEK)`` are dropped.
+
+No rare-behaviour (RB) pool yet: ``RB_NPW = 0`` (all weekly arrivals are temporary users).
+
+Generation with load factor ``f`` (``load``); the paper's UNDEF points are resolved as models.md "REC":
+
+- **long-term init**: ``c = f·|LT|`` copies (fractional part: one Bernoulli draw, so E[c] = f·|LT|);
+  every user gets ``c // |LT|`` copies, ``c mod |LT|`` users drawn uniformly without replacement get
+  one more (replicas only after every user is used once).  User u draws a phase
+  ``a_u ~ U{0, .., weeks_active_u − 1}``; its copy k of m is at phase ``(a_u + ⌊k·P_u/m⌋) mod P_u``
+  (replicas spread evenly over the period, 2 copies P_u/2 apart: REC "≥ L/2 weeks apart").
+  A copy at phase p < weeks_active emits its jobs from relative week p on (REC "only jobs from their
+  start week on") with relative week p at output week 0; at a phase inside the restart gap its first
+  full copy starts at output week ``P_u − p``.
+- **long-term restart**: the paper's gap ``(first_u − T0) + (T1 − last_u)`` (period = log length
+  ``T1 − T0``) rounded *up* to a whole-week shift: each restart is the previous copy shifted by
+  ``P_u = max(⌈(T1 − T0)/WEEK⌉, weeks_active_u)`` weeks (≥ 1), i.e. gap + (P_u·WEEK − (T1 − T0));
+  exact when the log length is a whole number of weeks.
+- **temporary init**: count ``~ Poisson(f·μ)``, μ = mean number of temporary users present per
+  calendar week of the log (``Σ weeks_active / L``, L = ``week(T1) + 1`` weeks); users drawn ∝ weeks
+  active without replacement (a further pass when the count exceeds the pool), each at a uniform
+  week of its activity (emitting from that week on, as long-term).
+- **weekly arrivals**, output weeks ``w = 1 .. weeks − 1`` (week 0's arrivals are in the init, which
+  samples present (user, week) pairs): ``k ~ Binomial(n, f·λ/n)``, λ = |TMP| / L (arrival rate over
+  the whole log), ``n = max(|TMP|, ⌈f·λ⌉)`` (REC: increase n when f·λ > pool); k is capped at |TMP|
+  (never the same user twice in one week); users uniform without replacement, each from its first
+  job, its week-of-first-job at output week w.  Temporary users never restart.
+
+Draw order, all from ``numpy.random.default_rng(seed)``: (1) ``random()`` for the fractional long-term
+count; (2) ``permutation(|LT|)`` (its first ``c mod |LT|`` get the extra copy); (3) ``integers(0,
+weeks_active)`` for every long-term user (table order); (4) ``poisson(f·μ)``; (5) per pass
+``choice(|TMP|, size, replace=False, p=weeks_active/Σ)``; (6) ``integers(0, weeks_active)`` of the
+chosen temporary users; (7) ``binomial(n, f·λ/n, size=weeks−1)``; (8) per week with k > 0,
+``choice(|TMP|, k, replace=False)``; (3) is skipped when |LT| = 0 and (4)-(8) when |TMP| = 0.
+Same seed → same output.
+
+Output (conventions of :mod:`batfeed.adapters.resample`): jobs sorted by subtime (ties: copy creation
+order, then sequence position), ids 0, 1, ...; ``user`` = a fresh id per emitted copy (each init,
+restart, arrival; numbered by first output job); every other field copied plus ``resampled_from``
+(original id), ``resampled_week`` (original week on the log grid), ``resampled_user`` (original user)
+and ``resampled_copy`` (copy id, = the new user); only the profiles used; ``nb_res`` kept; a top-level
+``batfeed_resample`` entry.  Write it with :func:`batfeed.adapters.resample.write_workload_file`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from batfeed.adapters.resample import WEEK
+from batfeed.users.classify import classify_users
+
+from batfeed.errors import BatfeedError, InputError
+
+__all__ = ["METHOD", "RB_NPW", "resample_users"]
+
+METHOD = "user-based (Zakay & Feitelson, workload resampling)"
+RB_NPW = 0.0  # rare-behaviour arrivals per week: no RB pool yet
+DRAWS = ("default_rng(seed): random() LT fraction; permutation(|LT|) extra copies; integers(0, weeks_active) "
+         "LT phases; poisson(f*mu) TMP init; choice(|TMP|, p ~ weeks_active, no replacement) per pass; "
+         "integers(0, weeks_active) TMP starts; binomial(n, f*lambda/n, weeks-1); choice(|TMP|, k, no "
+         "replacement) per week")
+_ADDED = ("resampled_from", "resampled_week", "resampled_user", "resampled_copy")
+
+
+@dataclass
+class _User:
+    """One pool user: job indices in sequence order, their week relative to the first job's week."""
+
+    key: Any
+    idx: np.ndarray  # input job indices, sorted by subtime (stable)
+    rel: np.ndarray  # relative week of each job (0 = week of the first job)
+    w0: int  # log week of the first job
+    weeks_active: int
+
+
+def _load(workload: dict[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
+    if isinstance(workload, dict):
+        data, source = workload, "in-memory"
+    else:
+        from batfeed.adapters.common import open_text
+        from batfeed.adapters.workload import load_workload_json
+
+        open_text(workload).close()
+        data, source = load_workload_json(workload), Path(workload).name
+    if not isinstance(data.get("jobs"), list) or not isinstance(data.get("profiles"), dict):
+        raise InputError("not a Batsim workload (no 'jobs' array or 'profiles' object)", source)
+    return data, source
+
+
+def resample_users(workload: dict[str, Any] | str | Path, weeks: int, seed: int, *, load: float = 1.0,
+                   anonymous: Literal["error", "user"] = "error") -> dict[str, Any]:
+    """A ``weeks``-week user-based resample (Zakay & Feitelson, models.md §E) of ``workload`` (dict or
+    Batsim JSON file) at load factor ``load`` as a Batsim workload dict (module docstring)."""
+    if isinstance(weeks, bool) or not isinstance(weeks, int | np.integer) or weeks < 1:
+        raise BatfeedError(f"weeks must be an integer >= 1 (got {weeks!r})")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise BatfeedError(f"seed must be an integer >= 0 (got {seed!r})")
+    if isinstance(load, bool) or not isinstance(load, int | float) or not math.isfinite(load) or load < 0:
+        raise BatfeedError(f"load must be a finite number >= 0 (got {load!r})")
+    weeks, seed, f = int(weeks), int(seed), float(load)
+    data, source = _load(workload)
+    cls = classify_users(data, anonymous=anonymous)
+    jobs = data["jobs"]
+    t0, t1 = cls.log_start, cls.log_end
+    subtime = np.array([j["subtime"] for j in jobs], dtype=float) - t0
+    lweek = (subtime // WEEK).astype(np.int64)
+    by_user: dict[Any, list[int]] = {}
+    for i, job in enumerate(jobs):
+        by_user.setdefault(job.get("user"), []).append(i)
+    log_weeks = int(lweek.max()) + 1  # L: calendar weeks of the log
+    period = max(1, math.ceil((t1 - t0) / WEEK))
+
+    def pool(name: str) -> list[_User]:
+        out = []
+        for key in cls.users_of(name):
+            idx = np.array(by_user[key], dtype=np.int64)
+            idx = idx[np.argsort(subtime[idx], kind="stable")]
+            w0 = int(lweek[idx[0]])
+            out.append(_User(key, idx, lweek[idx] - w0, w0, int(cls.users.at[key, "weeks_active"])))
+        return out
+
+    lt, tmp = pool("long_term"), pool("temporary")
+    rng = np.random.default_rng(seed)
+    copies: list[tuple[_User, int, int]] = []  # (user, shift in weeks, first relative week emitted)
+    horizon = weeks * WEEK
+
+    # long-term init and restarts, draws (1)-(3)
+    x = f * len(lt)
+    c_lt = int(x) + int(rng.random() < x - int(x))
+    perm = rng.permutation(len(lt))
+    phases = rng.integers(0, [u.weeks_active for u in lt]) if lt else np.empty(0, np.int64)
+    extra = np.zeros(len(lt), np.int64)
+    if lt:
+        extra[perm[:c_lt % len(lt)]] = 1
+    for r, u in enumerate(lt):
+        m = c_lt // len(lt) + int(extra[r])
+        p_u = max(period, u.weeks_active)
+        for k in range(m):
+            p = (int(phases[r]) + (k * p_u) // m) % p_u
+            if p < u.weeks_active:  # inside the activity: emit from relative week p, at output week 0
+                start, frm = -p, p
+            else:  # inside the restart gap: first full copy at output week p_u − p
+                start, frm = p_u - p, 0
+            while start < weeks:
+                copies.append((u, start - u.w0, frm))
+                start, frm = start + p_u, 0
+
+    # temporary init, draws (4)-(6)
+    wa = np.array([u.weeks_active for u in tmp], dtype=float)
+    mu = float(wa.sum()) / log_weeks
+    lam = len(tmp) / log_weeks
+    chosen: list[int] = []
+    if tmp:
+        count = int(rng.poisson(f * mu))
+        while len(chosen) < count:
+            size = min(count - len(chosen), len(tmp))
+            chosen += rng.choice(len(tmp), size=size, replace=False, p=wa / wa.sum()).tolist()
+        starts = rng.integers(0, wa[chosen].astype(np.int64)) if chosen else []
+        for r, a in zip(chosen, np.asarray(starts).tolist(), strict=True):
+            copies.append((tmp[r], -a - tmp[r].w0, a))
+
+    # weekly temporary arrivals, draws (7)-(8); RB_NPW = 0: no rare-behaviour arrivals
+    n_binom = max(len(tmp), math.ceil(f * lam))
+    arrivals = 0
+    if tmp and weeks > 1:
+        ks = rng.binomial(n_binom, f * lam / n_binom, size=weeks - 1)
+        for w, k in enumerate(ks.tolist(), start=1):
+            k = min(k, len(tmp))
+            if k:
+                for r in rng.choice(len(tmp), size=k, replace=False).tolist():
+                    copies.append((tmp[r], w - tmp[r].w0, 0))
+                arrivals += k
+
+    # emission: each copy's suffix from its first relative week, shifted by whole weeks
+    parts_src, parts_t, parts_copy, parts_pos = [], [], [], []
+    for cid, (u, shift, frm) in enumerate(copies):
+        sel = u.idx[u.rel >= frm]
+        t = subtime[sel] + shift * WEEK
+        keep = t < horizon
+        parts_src.append(sel[keep])
+        parts_t.append(t[keep])
+        parts_copy.append(np.full(int(keep.sum()), cid, np.int64))
+        parts_pos.append(np.flatnonzero(keep))
+    if parts_src:
+        src, t_out = np.concatenate(parts_src), np.concatenate(parts_t)
+        copy, pos = np.concatenate(parts_copy), np.concatenate(parts_pos)
+    else:
+        src, t_out = np.empty(0, np.int64), np.empty(0)
+        copy, pos = np.empty(0, np.int64), np.empty(0, np.int64)
+    order = np.lexsort((pos, copy, t_out))
+    src, t_out, copy = src[order], t_out[order], copy[order]
+    used, first_seen = np.unique(copy, return_index=True)
+    new_user = np.empty(len(copies), np.int64)
+    new_user[used[np.argsort(first_seen)]] = np.arange(len(used))
+
+    out_jobs = []
+    for new, (i, t, c) in enumerate(zip(src.tolist(), t_out.tolist(), copy.tolist(), strict=True)):
+        job = jobs[i]
+        rest = {k: v for k, v in job.items() if k not in ("id", "subtime", *_ADDED)}
+        uid = int(new_user[c])
+        rest["user"] = uid
+        out_jobs.append({"id": new, "subtime": t, **rest, "resampled_from": job["id"],
+                         "resampled_week": int(lweek[i]), "resampled_user": job.get("user"),
+                         "resampled_copy": uid})
+    names = list(data["profiles"])
+    used_profiles = {j["profile"] for j in out_jobs}
+    missing = used_profiles - set(names)
+    if missing:
+        raise InputError(f"profile(s) {sorted(missing)!r} not in 'profiles'", source)
+    info = {"method": METHOD, "source": source, "weeks": weeks, "seed": seed, "load": f, "week_seconds": WEEK,
+            "log_start": t0, "log_end": t1, "log_weeks": log_weeks, "period_weeks": period,
+            "source_unix_start": data.get("unix_start"), "jobs_in": len(jobs), "jobs_out": len(out_jobs),
+            "long_term_users": len(lt), "long_term_copies": c_lt, "temporary_users": len(tmp),
+            "temporary_init": len(chosen), "temporary_mean_present": mu, "temporary_arrival_rate": lam,
+            "temporary_arrivals": arrivals, "binomial_n": n_binom, "rb_npw": RB_NPW,
+            "discarded_users": len(cls.users_of("discarded")), "copies": len(copies),
+            "users_out": len(used), "draws": DRAWS}
+    return {"nb_res": data.get("nb_res"), "batfeed_resample": info, "jobs": out_jobs,
+            "profiles": {n: data["profiles"][n] for n in names if n in used_profiles}}
+
