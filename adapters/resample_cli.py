@@ -1,6 +1,8 @@
 """``batfeed resample weekly WORKLOAD --weeks W --seed S [--count R] -o OUT.json``: the weekly user
 resampling of Gaussier, Lelong, Reis, Trystram, *Online Tuning of EASY-Backfilling*
-(models.md §A "Protocol"; :mod:`batfeed.adapters.resample`, docs/resample.md)."""
+(models.md §A "Protocol"; :mod:`batfeed.adapters.resample`, docs/resample.md).
+``batfeed resample users ... [--load F]``: Zakay & Feitelson's user-based resampling (models.md §E;
+:mod:`batfeed.users.zf_resample`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from batfeed.errors import BatfeedError
 
-__all__ = ["add_resample_parser", "cmd_resample", "output_paths"]
+__all__ = ["add_resample_parser", "cmd_resample", "cmd_resample_users", "output_paths"]
 
 
 def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,7 +35,61 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     w.add_argument("-o", "--output", required=True, metavar="OUT.json",
                    help="workload file to write (directory created if needed; gzip if it ends with .gz)")
     w.set_defaults(func=cmd_resample)
+    text = ("Zakay & Feitelson's user-based resampling: long-term users (span > 12 weeks) with restarts and "
+            "temporary users arriving weekly, whole-week shifts, load factor f (users/zf_resample.py)")
+    u = methods.add_parser("users", help=text, description=text)
+    u.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz) with a 'user' per job")
+    u.add_argument("--weeks", type=int, default=104, metavar="W", help="length of each trace in weeks (default 104)")
+    u.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
+    u.add_argument("--load", type=float, default=1.0, metavar="F",
+                   help="load factor f: scales the user populations and the arrival rate (default 1)")
+    u.add_argument("--count", type=int, default=1, metavar="R",
+                   help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
+    u.add_argument("--classes", metavar="FILE.json", help="also write the user classification (counts per class)")
+    u.add_argument("-o", "--output", required=True, metavar="OUT.json",
+                   help="workload file to write (directory created if needed; gzip if it ends with .gz)")
+    u.set_defaults(func=cmd_resample_users)
     return s
+
+
+def cmd_resample_users(args: argparse.Namespace) -> int:
+    """Run ``batfeed resample users``: classify once, write each seed's resample."""
+    from batfeed.adapters.resample import write_workload_file
+    from batfeed.users.classify import classify_users
+    from batfeed.users.zf_resample import resample_users
+
+    from batfeed.outpaths import writable_file
+
+    if args.weeks < 1:
+        raise BatfeedError(f"--weeks must be >= 1 (got {args.weeks})")
+    if args.seed < 0:
+        raise BatfeedError(f"--seed must be >= 0 (got {args.seed})")
+    if args.count < 1:
+        raise BatfeedError(f"--count must be >= 1 (got {args.count})")
+    if not args.load >= 0:
+        raise BatfeedError(f"--load must be >= 0 (got {args.load})")
+    seeds = range(args.seed, args.seed + args.count)
+    paths = output_paths(args.output, seeds)
+    for path in paths:
+        writable_file(path, "-o/--output")
+    from batfeed.users.zf_resample import _load
+
+    data, _ = _load(args.workload)
+    classes = classify_users(data)
+    counts = classes.counts()
+    print(f"read {args.workload}: " + "; ".join(f"{cls}: {int(r['users'])} users, {int(r['jobs'])} jobs"
+                                                  for cls, r in counts.iterrows()))
+    if args.classes:
+        Path(args.classes).parent.mkdir(parents=True, exist_ok=True)
+        classes.to_json(args.classes)
+        print(f"wrote {args.classes}")
+    for seed, path in zip(seeds, paths, strict=True):
+        t1 = time.perf_counter()
+        out = resample_users(data, args.weeks, seed, load=args.load)
+        write_workload_file(path, out)
+        print(f"wrote {path}: {args.weeks} weeks, seed {seed}, load {args.load:g}, {len(out['jobs'])} jobs "
+              f"({time.perf_counter() - t1:.2f} s)")
+    return 0
 
 
 def output_paths(output: str | Path, seeds: range) -> list[Path]:
