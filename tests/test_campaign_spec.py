@@ -51,7 +51,7 @@ BASE = f'traces = ["{KTH200}"]\n'
     ('traces = ["nope.swf"]\nschedulers = ["fcfs"]', r"traces\[0\]\.path: no such file: .*nope\.swf"),
     (f'traces = [{{path = "{KTH200}", walltime_fallback = "max"}}]\nschedulers = ["fcfs"]',
      r"traces\[0\]\.walltime_fallback: unknown key for a JSON workload; known: name, path, format, shake, max_jobs, "
-     r"load, resample_weeks"),
+     r"load, resample_weeks, resample, resample_load"),
     ('traces = [{path = "KTH-SP2", speed = 0}]\nschedulers = ["fcfs"]',
      r"traces\[0\]\.speed: must be a number > 0, got 0"),
     ('traces = [{path = "KTH-SP2", filter = "tun"}]\nschedulers = ["fcfs"]',
@@ -171,6 +171,36 @@ def test_resampled_traces_one_per_seed(tmp_path: Path) -> None:
     assert out.loc[out["seed"] == 1, "wait.mean"].tolist() != out.loc[out["seed"] == 2, "wait.mean"].tolist()
     with pytest.raises(CampaignError, match=r"traces\[0\]\.resample_weeks: must be an integer >= 0"):
         load_spec({**spec, "traces": [{"path": "KTH-SP2", "resample_weeks": 1.5}]})
+
+
+def test_user_based_resampling_with_feedback(tmp_path: Path) -> None:
+    """``resample = "users"``: each seed's runs simulate Zakay & Feitelson's resample (users/zf_resample.py)
+    with load factor ``resample_load``; a user model then replays it with feedback (issue 16 item 5)."""
+    from batfeed.users.zf_resample import resample_users
+
+    from batfeed.campaign.inputs import read_workload
+
+    traces = [{"name": f"kth-f{f}", "path": "KTH-SP2", "max_jobs": 4000, "resample_weeks": 4, "resample": "users",
+               "resample_load": f} for f in (1, 1.5)]
+    spec = {"traces": traces, "schedulers": ["easy"], "users": ["rigid", "a60"], "seeds": [5]}
+    out = run_campaign(spec, tmp_path, workers=2, progress=False)
+    assert (out["status"] == "ok").all() and out["key"].nunique() == 4
+    (conv,) = [p for p in (tmp_path / "inputs").glob("*/workload.json")]
+    for f in (1, 1.5):
+        expected = resample_users(read_workload(conv), 4, 5, load=f)
+        (path,) = (tmp_path / "inputs" / "derived").glob(f"*-w4-users-f{f:g}-0s-seed5.json.gz")
+        assert read_workload(path)["jobs"] == expected["jobs"]
+        rows = out[out["trace"] == f"kth-f{f}"]
+        assert (rows["nb_jobs"] == len(expected["jobs"])).all()
+    assert out.loc[out["trace"] == "kth-f1.5", "nb_jobs"].iloc[0] > out.loc[out["trace"] == "kth-f1", "nb_jobs"].iloc[0]
+    a60 = out[out["users"] == "a60"]
+    assert a60["lateness.mean_s"].notna().all()
+    with pytest.raises(CampaignError, match=r"traces\[0\]\.resample_load: only the \"users\" resampling"):
+        load_spec({**spec, "traces": [{"path": "KTH-SP2", "resample_weeks": 4, "resample_load": 2}]})
+    with pytest.raises(CampaignError, match=r"traces\[0\]\.resample: needs resample_weeks"):
+        load_spec({**spec, "traces": [{"path": "KTH-SP2", "resample": "users"}]})
+    with pytest.raises(CampaignError, match=r"did you mean 'users'"):
+        load_spec({**spec, "traces": [{"path": "KTH-SP2", "resample_weeks": 4, "resample": "user"}]})
 
 
 def test_failed_runs_are_rows_kept_until_retried(tmp_path: Path) -> None:

@@ -187,7 +187,8 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
         seed = run.seed if run.seeded else None
         weeks = run.trace.resample_weeks
         if weeks:           # resampled (then shaken): gzip, a resample of a large log is large
-            shaken: Path | None = inputs / "derived" / f"{ck}-w{weeks}-{run.trace.shake:g}s-seed{seed}.json.gz"
+            how = "" if run.trace.resample_method == "weekly" else f"-users-f{run.trace.resample_load:g}"
+            shaken: Path | None = inputs / "derived" / f"{ck}-w{weeks}{how}-{run.trace.shake:g}s-seed{seed}.json.gz"
         else:
             shaken = inputs / "shaken" / f"{ck}-{run.trace.shake:g}s-seed{seed}.json" \
                 if run.trace.shake > 0 else None
@@ -195,7 +196,8 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
             key=run.key, root=str(root), workload=str(convs[ck].workload), platform=str(platform),
             scheduler=run.scheduler.target, options=dict(run.options), users=run.users,
             user_options=dict(run.user_options), events=[str(e) for e in run.platform.events], shake=run.trace.shake,
-            resample_weeks=weeks, seed=seed, shaken=None if shaken is None else str(shaken), tau=camp.tau,
-            window=camp.window,
+            resample_weeks=weeks, resample_method=run.trace.resample_method,
+            resample_load=run.trace.resample_load, seed=seed, shaken=None if shaken is None else str(shaken),
+            tau=camp.tau, window=camp.window,
             call=f"batfeed campaign {camp.source} (run {run.key})", validate=camp.validate))
     return tasks

@@ -50,7 +50,9 @@ class RunTask:
     user_options: dict[str, Any] = field(default_factory=dict)
     events: list[str] = field(default_factory=list)
     shake: float = 0.0
-    resample_weeks: int = 0            # a weekly user resample of the trace (adapters/resample.py), then shaking
+    resample_weeks: int = 0            # a resample of the trace (then shaking): weekly (adapters/resample.py)
+    resample_method: str = "weekly"    # or users (users/zf_resample.py, with load factor resample_load)
+    resample_load: float = 1.0
     seed: int | None = None            # given to the run (shaking, seed options) when something consumes it
     shaken: str | None = None          # where the shaken workload is cached
     tau: float = 10.0
@@ -105,7 +107,8 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
         return run_validate(task, tmp)
     workload = task.workload
     if task.resample_weeks and task.seed is not None and task.shaken:
-        workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken))
+        workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken,
+                                        method=task.resample_method, load=task.resample_load))
     elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}

@@ -133,6 +133,8 @@ def expand(camp: Campaign) -> list[Run]:
                                 }
                                 if trace.resample_weeks:            # absent otherwise: keys unchanged
                                     recipe["trace"]["resample_weeks"] = trace.resample_weeks
+                                    if trace.resample_method != "weekly":
+                                        recipe["trace"]["resample"] = [trace.resample_method, trace.resample_load]
                                 if camp.validate is not None:       # weekly validation runs (weekly.py)
                                     recipe["validate"] = camp.validate
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,

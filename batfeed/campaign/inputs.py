@@ -198,16 +198,23 @@ def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Pat
     return write_workload_atomic(dest, data)
 
 
-def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path) -> Path:
-    """``source`` resampled to ``weeks`` weeks with ``seed`` (the online-tuning paper's weekly user
-    resampling, :mod:`batfeed.adapters.resample`), then shaken by ``shake`` s with the same seed
-    (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically)."""
+def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path, *,
+                     method: str = "weekly", load: float = 1.0) -> Path:
+    """``source`` resampled to ``weeks`` weeks with ``seed`` — ``method`` "weekly": the online-tuning
+    paper's weekly user resampling (:mod:`batfeed.adapters.resample`); "users": Zakay & Feitelson's
+    user-based resampling with load factor ``load`` (:mod:`batfeed.users.zf_resample`) — then shaken
+    by ``shake`` s with the same seed (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically)."""
     from batfeed.adapters.resample import resample_weekly, write_workload_file
 
     dest = Path(dest)
     if dest.is_file():
         return dest
-    data = resample_weekly(read_workload(source), weeks, seed)
+    if method == "users":
+        from batfeed.users.zf_resample import resample_users
+
+        data = resample_users(read_workload(source), weeks, seed, load=load)
+    else:
+        data = resample_weekly(read_workload(source), weeks, seed)
     if shake > 0:
         shake_jobs(data["jobs"], shake, seed)
         data["batfeed_shake"] = {"seconds": shake, "seed": seed}

@@ -45,6 +45,8 @@ class TraceSpec:
     convert: dict[str, Any]
     shake: float = 0.0
     resample_weeks: int = 0
+    resample_method: str = "weekly"     # "weekly" (adapters/resample.py) or "users" (users/zf_resample.py)
+    resample_load: float = 1.0          # load factor f of the "users" method
 
 
 @dataclass(frozen=True)
