@@ -110,14 +110,29 @@ def cmd_metrics(args: argparse.Namespace) -> int:
             print(f"batfeed metrics: warning: platform size unknown{f' for {path}' if several else ''} (no --platform "
                   f"or --nb-resources, no _schedule.csv next to the jobs file): N = {metrics['nb_resources']}, the "
                   "highest allocated machine id + 1; the utilisation may be overestimated", file=sys.stderr)
+        if args.saturation:
+            from batfeed.saturation import saturation
+
+            metrics["saturation"] = saturation(path)
+            if metrics["saturation"]["saturated"]:
+                print(f"batfeed metrics: warning: {path}: {metrics['saturation']['reason']}", file=sys.stderr)
         runs.append(metrics)
     if not several:
         print(json.dumps(runs[0], indent=2) if args.json else format_metrics(runs[0]))
+        if args.saturation and not args.json:
+            from batfeed.saturation import format_saturation
+
+            print(format_saturation(runs[0]["saturation"]))
         return 0
     from batfeed.report.table import format_side_by_side, run_names
 
     names = run_names(args.jobs_csv)
     print(json.dumps(dict(zip(names, runs, strict=True)), indent=2) if args.json else format_side_by_side(runs, names))
+    if args.saturation and not args.json:
+        from batfeed.saturation import format_saturation
+
+        for name, m in zip(names, runs, strict=True):
+            print(f"{name}: " + format_saturation(m["saturation"]))
     return 0
 
 
@@ -289,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "nb_computing_machines of the PREFIX_schedule.csv next to the jobs file, else the highest "
                         "allocated machine id + 1, with a warning)")
     s.add_argument("--platform", metavar="XML", help="platform XML of the run: N = its compute hosts")
+    s.add_argument("--saturation", action="store_true",
+                   help="also print the saturation check (Zakay & Feitelson): outstanding jobs at each week start "
+                        "from the first submission, suffix minimum, last 20 %% dropped, slope >= 1 job/week = "
+                        "saturated (warning on stderr); --json: the full series under \"saturation\"")
     s.set_defaults(func=cmd_metrics)
 
     s = sub.add_parser("report", help="HTML report with figures comparing runs (PREFIX_jobs.csv files, folders "

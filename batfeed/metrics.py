@@ -24,6 +24,7 @@ from batfeed.read_jobs import (
     interval_stats,
     read_jobs_csv,
 )
+from batfeed.saturation import saturation_arrays
 
 __all__ = ["FINAL_STATES", "JOBS_COLUMNS", "compute_lateness", "compute_metrics", "format_metrics",
            "parse_replay_metadata", "read_jobs_csv"]
@@ -113,7 +114,9 @@ def compute_metrics(
     compute hosts of ``platform`` (XML), else ``nb_computing_machines`` of the run's ``_schedule.csv``
     next to a ``_jobs.csv`` path, else (``nb_resources_source`` "inferred") the highest allocated
     resource id + 1, a lower bound; ``window`` the utilisation window [T0, T1) (default: first submit
-    to last finish). The result is JSON-serialisable (NaN/inf are None).
+    to last finish). ``saturation`` holds the slope (jobs/week) and verdict of Zakay & Feitelson's
+    saturation check with its defaults (:func:`batfeed.saturation.saturation` for the series). The
+    result is JSON-serialisable (NaN/inf are None).
     """
     if not tau > 0:
         raise MetricsError(f"tau must be > 0, got {tau}")
@@ -173,6 +176,7 @@ def compute_metrics(
         )  # fmt: skip
     nb_rejected = by_state[REJECTED]
     lateness = compute_lateness(jobs) if "metadata" in jobs.columns else None
+    sat = saturation_arrays(submit_all, df["finish_time"].to_numpy(), ~executed)
     note = (
         f"wait/response/slowdown/bounded_slowdown are over the {nb_executed} executed jobs; "
         f"{nb_rejected} rejected job(s) are excluded from them but counted in nb_jobs. "
@@ -214,6 +218,7 @@ def compute_metrics(
             "mean_slowdown": _num(np.nansum(batsim_sd) / nb_jobs) if nb_jobs else None,
         },
         "lateness": lateness,
+        "saturation": {"slope_jobs_per_week": sat["slope_jobs_per_week"], "saturated": sat["saturated"]},
     }
 
 
