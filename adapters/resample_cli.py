@@ -56,23 +56,11 @@ def cmd_resample_users(args: argparse.Namespace) -> int:
     """Run ``batfeed resample users``: classify once, write each seed's resample."""
     from batfeed.adapters.resample import write_workload_file
     from batfeed.users.classify import classify_users
-    from batfeed.users.zf_resample import resample_users
+    from batfeed.users.zf_resample import _load, resample_users
 
-    from batfeed.outpaths import writable_file
-
-    if args.weeks < 1:
-        raise BatfeedError(f"--weeks must be >= 1 (got {args.weeks})")
-    if args.seed < 0:
-        raise BatfeedError(f"--seed must be >= 0 (got {args.seed})")
-    if args.count < 1:
-        raise BatfeedError(f"--count must be >= 1 (got {args.count})")
     if not args.load >= 0:
         raise BatfeedError(f"--load must be >= 0 (got {args.load})")
-    seeds = range(args.seed, args.seed + args.count)
-    paths = output_paths(args.output, seeds)
-    for path in paths:
-        writable_file(path, "-o/--output")
-    from batfeed.users.zf_resample import _load
+    seeds, paths = checked_outputs(args)
 
     data, _ = _load(args.workload)
     classes = classify_users(data)
@@ -103,10 +91,9 @@ def output_paths(output: str | Path, seeds: range) -> list[Path]:
     return [out.with_name(f"{stem}_seed{s}{suffix}") for s in seeds]
 
 
-def cmd_resample(args: argparse.Namespace) -> int:
-    """Run ``batfeed resample weekly``: check the arguments and outputs, load once, write each seed."""
-    from batfeed.adapters.resample import WEEK, WeeklyLog
-
+def checked_outputs(args: argparse.Namespace) -> tuple[range, list[Path]]:
+    """The seeds and output files of ``--weeks/--seed/--count/-o`` (both methods), checked before any
+    work: one-line errors for bad values, compressed outputs other than gzip, unwritable paths."""
     from batfeed.outpaths import writable_file
 
     if args.weeks < 1:
@@ -121,6 +108,14 @@ def cmd_resample(args: argparse.Namespace) -> int:
         raise BatfeedError(f"cannot write to {args.output} (-o/--output): only plain or .gz output is written")
     for path in paths:
         writable_file(path, "-o/--output")
+    return seeds, paths
+
+
+def cmd_resample(args: argparse.Namespace) -> int:
+    """Run ``batfeed resample weekly``: check the arguments and outputs, load once, write each seed."""
+    from batfeed.adapters.resample import WEEK, WeeklyLog
+
+    seeds, paths = checked_outputs(args)
     t0 = time.perf_counter()
     log = WeeklyLog.load(args.workload)
     print(f"read {args.workload}: {len(log.data['jobs'])} jobs, {len(log.users)} users, {log.log_weeks} complete "

@@ -8,12 +8,13 @@ making the same entry at once both succeed (the contents are equal, the last ren
 
 from __future__ import annotations
 
-import gzip
+import contextlib
 import json
 import math
 import os
 import secrets
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,24 @@ def _tmp_name(final: Path) -> Path:
     return final.with_name(f".tmp-{final.name}-{os.getpid()}-{secrets.token_hex(3)}")
 
 
+@contextlib.contextmanager
+def _atomic(final: Path) -> Iterator[Path]:
+    """A temporary path next to ``final`` (same suffix, so ``.gz`` still means gzip) to write; renamed
+    to ``final`` when the block ends without an exception, removed in any case."""
+    tmp = final.with_name(f".tmp-{os.getpid()}-{secrets.token_hex(3)}-{final.name}")
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def read_workload(path: str | Path) -> dict[str, Any]:
-    """A Batsim workload JSON, plain or gzip-compressed (recognised by its content)."""
-    with open(path, "rb") as fh:
-        gz = fh.read(2) == b"\x1f\x8b"
-    with (gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")) as fh:
-        return json.load(fh)
+    """A Batsim workload JSON, plain or compressed (:func:`batfeed.adapters.workload.load_workload_json`:
+    one-line errors naming the file)."""
+    from batfeed.adapters.workload import load_workload_json
+
+    return load_workload_json(path)
 
 
 def write_workload_atomic(path: Path, data: dict[str, Any]) -> Path:
@@ -51,12 +64,8 @@ def write_workload_atomic(path: Path, data: dict[str, Any]) -> Path:
     from batfeed.adapters.workload import write_workload
 
     top = {k: v for k, v in data.items() if k not in ("jobs", "profiles")}
-    tmp = _tmp_name(path)
-    try:
+    with _atomic(path) as tmp:
         write_workload(tmp, top, data["jobs"], data.get("profiles", {}))
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -111,8 +120,6 @@ def _convert_json(trace: TraceSpec, out: Path) -> dict[str, Any]:
     from batfeed.platforms.generate import write_homogeneous_platform
 
     data = read_workload(trace.path)
-    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
-        raise BatfeedError(f"{trace.path}: not a Batsim workload (no 'jobs' list)")
     limit = trace.convert.get("max_jobs")
     if limit is not None:       # the first N jobs in submission order, as Batsim submits them
         data["jobs"] = sorted(data["jobs"], key=lambda j: (float(j.get("subtime", 0)), str(j.get("id"))))[:limit]
@@ -160,12 +167,8 @@ def generated_platform(n: int, inputs: Path) -> Path:
     final = inputs / "platforms" / f"n{n}.xml"
     if not final.is_file():
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _tmp_name(final)
-        try:
+        with _atomic(final) as tmp:
             write_homogeneous_platform(tmp, n)
-            os.replace(tmp, final)
-        finally:
-            tmp.unlink(missing_ok=True)
     return final
 
 
@@ -219,10 +222,6 @@ def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, de
         shake_jobs(data["jobs"], shake, seed)
         data["batfeed_shake"] = {"seconds": shake, "seed": seed}
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".tmp-{dest.name.removesuffix('.gz')}-{os.getpid()}-{secrets.token_hex(3)}.gz")
-    try:
+    with _atomic(dest) as tmp:
         write_workload_file(tmp, data)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
     return dest

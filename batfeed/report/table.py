@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from batfeed.metrics import machines_source
+from batfeed.metrics import _fmt, machines_source
 
 __all__ = ["metric_rows", "format_side_by_side", "run_names"]
 
@@ -28,14 +28,6 @@ def run_names(paths: Sequence[str | Path]) -> list[str]:
         if seen[n] > 1:
             names[i] = f"{n}#{seen[n]}"
     return names
-
-
-def _fmt(x: object, digits: int = 3) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, int):
-        return str(x)
-    return f"{float(x):.{digits}f}"
 
 
 def metric_rows(metrics: Sequence[dict]) -> list[tuple[str, list[str]]]:
