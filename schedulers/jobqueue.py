@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from batfeed.schedulers.policies import Policy, get_policy
@@ -226,6 +226,25 @@ class QueueIndex:
                         return
 
 
+def _orders(policy: str | Policy, backfill_policy: str | Policy | None) -> tuple[Policy, Policy | None]:
+    """(P, B) from names or :class:`Policy` objects; B is None when it is P (one index serves both)."""
+    P = policy if isinstance(policy, Policy) else get_policy(policy)
+    b = P if backfill_policy is None else (
+        backfill_policy if isinstance(backfill_policy, Policy) else get_policy(backfill_policy))
+    return P, (b if b.name != P.name else None)
+
+
+def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], now: float) -> None:
+    """Key ``entries`` with ``pol`` at ``now`` (stored in ``entry.<attr>``) and make them ``index``'s content."""
+    items = []
+    for e in entries:
+        k = (pol.key(e, now), e.seq)
+        setattr(e, attr, k)
+        items.append((k, e))
+    items.sort(key=lambda it: it[0])
+    index.rebuild(items)
+
+
 class WaitQueue:
     """Waiting jobs in the order Q of models.md §A: starved jobs (now − r > Θ) by submission, then P."""
 
@@ -233,10 +252,7 @@ class WaitQueue:
                  theta: float | None = None):
         """``policy``/``backfill_policy``: a registered name (:mod:`policies`) or a :class:`Policy`
         object (e.g. Maui's priority, a scheduler's own order)."""
-        self.P: Policy = policy if isinstance(policy, Policy) else get_policy(policy)
-        b = self.P if backfill_policy is None else (
-            backfill_policy if isinstance(backfill_policy, Policy) else get_policy(backfill_policy))
-        self.B: Policy | None = b if b.name != self.P.name else None
+        self.P, self.B = _orders(policy, backfill_policy)
         self.theta = theta
         self.main = QueueIndex()                       # order P
         self.main_b = QueueIndex() if self.B else None  # order B
@@ -254,29 +270,14 @@ class WaitQueue:
         """Change P (and B; None: the same as P) at ``now``: the waiting jobs not starved are re-keyed
         and both indexes rebuilt, as if the queue had been built with these orders (ties stay by
         arrival); starved jobs keep their submission order."""
-        P = policy if isinstance(policy, Policy) else get_policy(policy)
-        b = P if backfill_policy is None else (
-            backfill_policy if isinstance(backfill_policy, Policy) else get_policy(backfill_policy))
-        B = b if b.name != P.name else None
         entries = list(self.main)
-        self.P, self.B = P, B
-        self.dynamic = P.dynamic or (B is not None and B.dynamic)
-        items = []
-        for e in entries:
-            e.kp = (P.key(e, now), e.seq)
-            items.append((e.kp, e))
-        items.sort(key=lambda it: it[0])
-        self.main = QueueIndex()
-        self.main.rebuild(items)
+        self.P, self.B = _orders(policy, backfill_policy)
+        self.dynamic = self.P.dynamic or (self.B is not None and self.B.dynamic)
+        _rekey(self.P, self.main, "kp", entries, now)
         self.main_b = None
-        if B is not None:
-            items = []
-            for e in entries:
-                e.kb = (B.key(e, now), e.seq)
-                items.append((e.kb, e))
-            items.sort(key=lambda it: it[0])
+        if self.B is not None:
             self.main_b = QueueIndex()
-            self.main_b.rebuild(items)
+            _rekey(self.B, self.main_b, "kb", entries, now)
 
     def push(self, job: Any, now: float) -> Entry:
         e = Entry(job, self.seq)
@@ -323,13 +324,7 @@ class WaitQueue:
             return changed
         for pol, index, attr in ((self.P, self.main, "kp"), (self.B, self.main_b, "kb")):
             if pol is not None and pol.dynamic and index is not None and len(index):
-                items = []
-                for e in index:
-                    k = (pol.key(e, now), e.seq)
-                    setattr(e, attr, k)
-                    items.append((k, e))
-                items.sort(key=lambda it: it[0])
-                index.rebuild(items)
+                _rekey(pol, index, attr, index, now)
                 changed = True
         return changed
 
