@@ -108,10 +108,8 @@ class WeeklyLog:
         """From a workload dict or a Batsim workload JSON file (plain or gzip/xz-compressed)."""
         if isinstance(workload, dict):
             return cls(workload)
-        from batfeed.adapters.common import open_text
         from batfeed.adapters.workload import load_workload_json
 
-        open_text(workload).close()  # missing file, directory: one line naming the file
         data = load_workload_json(workload)
         with Path(workload).open("rb") as raw:
             sha = hashlib.file_digest(raw, "sha256").hexdigest()

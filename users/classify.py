@@ -45,10 +45,8 @@ def load_jobs(workload: dict[str, Any] | str | Path) -> tuple[list[dict[str, Any
     if isinstance(workload, dict):
         data, source = workload, "in-memory"
     else:
-        from batfeed.adapters.common import open_text
         from batfeed.adapters.workload import load_workload_json
 
-        open_text(workload).close()  # missing file, directory: one line naming the file
         data, source = load_workload_json(workload), str(workload)
     jobs = data.get("jobs")
     if not isinstance(jobs, list):

@@ -154,10 +154,8 @@ def load(workload: dict[str, Any] | str | Path) -> dict[str, Any]:
     loader of :meth:`batfeed.adapters.resample.WeeklyLog.load`."""
     if isinstance(workload, dict):
         return workload
-    from batfeed.adapters.common import open_text
     from batfeed.adapters.workload import load_workload_json
 
-    open_text(workload).close()  # missing file, directory: one line naming the file
     return load_workload_json(workload)
 
 

@@ -88,10 +88,8 @@ def _load(workload: dict[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
     if isinstance(workload, dict):
         data, source = workload, "in-memory"
     else:
-        from batfeed.adapters.common import open_text
         from batfeed.adapters.workload import load_workload_json
 
-        open_text(workload).close()
         data, source = load_workload_json(workload), Path(workload).name
     if not isinstance(data.get("jobs"), list) or not isinstance(data.get("profiles"), dict):
         raise InputError("not a Batsim workload (no 'jobs' array or 'profiles' object)", source)
