@@ -45,6 +45,12 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
                    help="load factor f: scales the user populations and the arrival rate (default 1)")
     u.add_argument("--count", type=int, default=1, metavar="R",
                    help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
+    u.add_argument("--rb-npw", type=float, default=0.0, metavar="X",
+                   help="rare-behaviour arrivals per week (default 0): flurries found by the calibrated detector "
+                        "(users/flurry.py) leave the regular pools and come back as whole units, X per week on "
+                        "average, taken out of the temporary arrivals; their jobs carry resampled_rb")
+    u.add_argument("--flurries", action="store_true",
+                   help="split the detected flurries off even with --rb-npw 0 (removed from the pools)")
     u.add_argument("--classes", metavar="FILE.json", help="also write the user classification (counts per class)")
     u.add_argument("-o", "--output", required=True, metavar="OUT.json",
                    help="workload file to write (directory created if needed; gzip if it ends with .gz)")
@@ -55,25 +61,31 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
 def cmd_resample_users(args: argparse.Namespace) -> int:
     """Run ``batfeed resample users``: classify once, write each seed's resample."""
     from batfeed.adapters.resample import write_workload_file
-    from batfeed.users.classify import classify_users
-    from batfeed.users.zf_resample import _load, resample_users
+    from batfeed.users.zf_resample import build_pools, resample_users
 
     if not args.load >= 0:
         raise BatfeedError(f"--load must be >= 0 (got {args.load})")
+    if not args.rb_npw >= 0:
+        raise BatfeedError(f"--rb-npw must be >= 0 (got {args.rb_npw})")
     seeds, paths = checked_outputs(args)
 
-    data, _ = _load(args.workload)
-    classes = classify_users(data)
+    pools = build_pools(args.workload, rb="detect" if args.rb_npw > 0 or args.flurries else None)
+    for f in pools.flurries:
+        print(f"flurry: user {f.user}, {f.jobs} jobs ({f.share:.0%} of the log's) in days "
+              f"{(f.begin - pools.t0) / 86400:g}-{(f.end - pools.t0) / 86400:g} from the log start")
+    classes = pools.classes
     counts = classes.counts()
     print(f"read {args.workload}: " + "; ".join(f"{cls}: {int(r['users'])} users, {int(r['jobs'])} jobs"
-                                                  for cls, r in counts.iterrows()))
+                                                  for cls, r in counts.iterrows())
+          + (f"; rare behaviours: {len(pools.rb)} windows, {sum(len(u.idx) for u in pools.rb)} jobs"
+             if pools.flurries else ""))
     if args.classes:
         Path(args.classes).parent.mkdir(parents=True, exist_ok=True)
         classes.to_json(args.classes)
         print(f"wrote {args.classes}")
     for seed, path in zip(seeds, paths, strict=True):
         t1 = time.perf_counter()
-        out = resample_users(data, args.weeks, seed, load=args.load)
+        out = resample_users(pools, args.weeks, seed, load=args.load, rb_npw=args.rb_npw)
         write_workload_file(path, out)
         print(f"wrote {path}: {args.weeks} weeks, seed {seed}, load {args.load:g}, {len(out['jobs'])} jobs "
               f"({time.perf_counter() - t1:.2f} s)")

@@ -47,31 +47,44 @@ U3B = Flurry(3, 40 * D, 43 * D, 163, 163 / 472)
 
 
 def test_exact_windows() -> None:
-    assert detect_flurries(_workload(), min_jobs=100, share=0.2) == [U3A, U2, U3B]
+    assert detect_flurries(_workload(), min_jobs=100, share=0.2, surge=0) == [U3A, U2, U3B]
 
 
-def test_default_min_jobs_keeps_only_large_burst() -> None:
-    assert detect_flurries(_workload()) == [U2]
+def test_min_jobs_keeps_only_large_burst() -> None:
+    assert detect_flurries(_workload(), min_jobs=200, share=0.2, surge=0) == [U2]
+
+
+def test_surge_against_the_logs_mean_rate() -> None:
+    wl = _workload()
+    t = [j["subtime"] for j in wl["jobs"]]
+    rate = len(t) / ((max(t) - min(t)) / D)  # the log's mean jobs per day, ~115
+    assert 809 / (3 * rate) == pytest.approx(2.35, abs=0.01)  # U2's 3 days hold 2.35x the mean rate
+    assert detect_flurries(wl, min_jobs=100, share=0.4, surge=2.3) == [U2]
+    assert detect_flurries(wl, min_jobs=100, share=0.4, surge=2.4) == []
+
+
+def test_defaults_flag_nothing_in_this_small_log() -> None:
+    assert detect_flurries(_workload()) == []  # 500 jobs < min_jobs 1000 (calibrated on real logs)
 
 
 def test_share_threshold() -> None:
-    assert detect_flurries(_workload(), min_jobs=100, share=0.4) == [U2]
+    assert detect_flurries(_workload(), min_jobs=100, share=0.4, surge=0) == [U2]
 
 
 def test_no_merge_splits_runs() -> None:
-    got = detect_flurries(_workload(), min_jobs=50, share=0.1, merge_gap_days=0)
+    got = detect_flurries(_workload(), min_jobs=50, share=0.1, surge=0, merge_gap_days=0)
     assert got == [U3A, U2, Flurry(3, 40 * D, 41 * D, 81, 81 / (2 + 1 + 81 + 100)),
                    Flurry(3, 42 * D, 43 * D, 81, 81 / (2 + 1 + 81 + 100))]
 
 
 def test_steady_users_never_flagged() -> None:
-    got = detect_flurries(_workload(), min_jobs=1, share=0.0)
+    got = detect_flurries(_workload(), min_jobs=1, share=0.0, surge=0)
     assert {f.user for f in got} == {2, 3}
 
 
 def test_split_keeps_every_job_once() -> None:
     wl = _workload()
-    regular, rb = split_rb(wl, detect_flurries(wl, min_jobs=100))
+    regular, rb = split_rb(wl, detect_flurries(wl, min_jobs=100, share=0.2, surge=0))
     assert len(rb) == 500 + 122 + 163
     assert len(regular) + len(rb) == len(wl["jobs"])
     assert sorted(j["id"] for j in regular + rb) == sorted(j["id"] for j in wl["jobs"])
@@ -81,7 +94,7 @@ def test_split_keeps_every_job_once() -> None:
 
 
 @pytest.mark.parametrize("kw", [{"factor": 0.5}, {"share": 1.5}, {"min_jobs": 0}, {"window_days": float("nan")},
-                                {"merge_gap_days": -1}])
+                                {"merge_gap_days": -1}, {"surge": -1}])
 def test_bad_params(kw: dict[str, Any]) -> None:
     with pytest.raises(BatfeedError):
         detect_flurries(_workload(), **kw)

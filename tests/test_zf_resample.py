@@ -237,3 +237,64 @@ def test_kth_sp2_weekly_jobs(kth_trace: Path, tmp_path: Path) -> None:
     print(f"KTH-SP2 jobs/week original {orig:.1f}, resampled {[round(x, 1) for x in per_week]}")
     assert orig == pytest.approx(593.2, abs=0.1)
     assert abs(np.mean(per_week) / orig - 1) < 0.05
+
+
+# --- rare-behaviour (RB) pool: a 5-job burst of user 1 in week 4, given as one flurry window ---
+BURST = [4 * W + D + 60 * i for i in range(5)]
+
+
+def _rb_workload() -> tuple[dict[str, Any], list[Any]]:
+    from batfeed.users.flurry import Flurry
+
+    data = _workload({**SUBMITS, 1: sorted(SUBMITS[1] + BURST)})
+    return data, [Flurry(1, T0 + 4 * W, T0 + 5 * W, 5, 1.0)]
+
+
+def test_rb_windows_leave_the_regular_pools() -> None:
+    from batfeed.users.zf_resample import build_pools
+
+    data, rb = _rb_workload()
+    pools = build_pools(data, rb=rb)
+    burst_ids = {j["id"] for j in data["jobs"] if j["user"] == 1 and j["subtime"] - T0 in BURST}
+    assert len(burst_ids) == 5
+    assert [len(u.idx) for u in pools.lt] == [4, 4] and [len(u.idx) for u in pools.tmp] == [3, 2, 3]
+    assert len(pools.rb) == 1 and {data["jobs"][i]["id"] for i in pools.rb[0].idx} == burst_ids
+    for seed in range(5):
+        out = resample_users(pools, 45, seed)  # rb_npw = 0: the burst never comes back
+        assert not {j["resampled_from"] for j in out["jobs"]} & burst_ids
+        assert not any("resampled_rb" in j for j in out["jobs"])
+        same = resample_users(_workload(), 45, seed)["jobs"]  # the log without the burst, same draws
+        assert [(j["subtime"], j["user"], j["resampled_user"]) for j in out["jobs"]] == \
+            [(j["subtime"], j["user"], j["resampled_user"]) for j in same]
+
+
+def test_rb_arrivals_are_whole_units_taken_out_of_the_temporary_arrivals() -> None:
+    data, rb = _rb_workload()
+    lam = 3 / 21  # |TMP| / L
+    for seed in range(8):
+        plain = resample_users(data, 60, seed, rb=rb)["batfeed_resample"]
+        out = resample_users(data, 60, seed, rb=rb, rb_npw=lam)  # p = rb_npw/λ = 1: one RB unit per arrival week
+        info = out["batfeed_resample"]
+        assert info["rb_arrivals"] + info["temporary_arrivals"] == plain["temporary_arrivals"]  # total unchanged
+        copies = {c: js for c, js in _copies(out).items() if js[0].get("resampled_rb")}
+        assert len(copies) == info["rb_arrivals"] > 0
+        assert info["rb_jobs_out"] == sum(len(js) for js in copies.values())
+        for js in copies.values():
+            assert all(j.get("resampled_rb") for j in js)
+            rel = [j["subtime"] for j in js]
+            w = int(rel[0] // W)
+            assert len(js) == 5  # a whole unit (one day of week 4: never cut by the horizon)
+            assert [t - w * W for t in rel] == pytest.approx([b - 4 * W for b in BURST])  # time of week kept
+        assert not any(j.get("resampled_rb") for c, js in _copies(out).items() if c not in copies for j in js)
+
+
+def test_rb_errors() -> None:
+    data, rb = _rb_workload()
+    with pytest.raises(BatfeedError, match="needs rare-behaviour windows"):
+        resample_users(data, 10, 0, rb_npw=0.1)
+    with pytest.raises(BatfeedError, match="needs rare-behaviour windows"):
+        resample_users(data, 10, 0, rb_npw=0.1, rb="detect")  # the calibrated detector finds none here
+    with pytest.raises(BatfeedError, match="exceeds the weekly temporary arrival rate"):
+        resample_users(data, 10, 0, rb_npw=0.2, rb=rb)
+    with pytest.raises(BatfeedError, match="rb_npw must be"):
+        resample_users(data, 10, 0, rb_npw=-1, rb=rb)

@@ -7,7 +7,14 @@ and only ever shifted by whole weeks of the log's week grid (weeks ``[T0 + i·WE
 ``T0`` = the log's first subtime), so day-of-week, time-of-day, order, gaps and every field are kept.
 Output time 0 is the start of output week 0; jobs outside ``[0, weeks·WEEK)`` are dropped.
 
-No rare-behaviour (RB) pool yet: ``RB_NPW = 0`` (all weekly arrivals are temporary users).
+Rare behaviours (RB, optional): with ``rb`` (flurry windows of :mod:`batfeed.users.flurry`, or
+``"detect"`` for its calibrated defaults) each window's jobs (its user, ``begin <= subtime < end``) leave
+the regular pools — classification runs on the remaining jobs — and form one RB unit each.  With
+``rb_npw > 0`` each week's ``k`` arrivals hold ``n_rb ~ Binomial(k, rb_npw/λ)`` RB units (models.md
+pseudo-code; so on average ``f·rb_npw`` per week, the total unchanged), at most |RB| (without
+replacement), the rest temporary users; an RB unit is emitted whole from its first job, its first job's
+week at output week w.  RB jobs carry ``resampled_rb: true`` so that metrics can exclude them (the paper's
+RB experiments do).  ``rb_npw`` must be ≤ λ.
 
 Generation with load factor ``f`` (``load``); the paper's UNDEF points are resolved as models.md "REC":
 
@@ -37,16 +44,20 @@ Draw order, all from ``numpy.random.default_rng(seed)``: (1) ``random()`` for th
 count; (2) ``permutation(|LT|)`` (its first ``c mod |LT|`` get the extra copy); (3) ``integers(0,
 weeks_active)`` for every long-term user (table order); (4) ``poisson(f·μ)``; (5) per pass
 ``choice(|TMP|, size, replace=False, p=weeks_active/Σ)``; (6) ``integers(0, weeks_active)`` of the
-chosen temporary users; (7) ``binomial(n, f·λ/n, size=weeks−1)``; (8) per week with k > 0,
-``choice(|TMP|, k, replace=False)``; (3) is skipped when |LT| = 0 and (4)-(8) when |TMP| = 0.
+chosen temporary users; (7) ``binomial(n, f·λ/n, size=weeks−1)``; (7b) only when rb_npw > 0,
+``binomial(k, rb_npw/λ)`` (vector over the weeks); (8) per week with k − n_rb > 0,
+``choice(|TMP|, k − n_rb, replace=False)``, then (8b) with n_rb > 0 ``choice(|RB|, n_rb, replace=False)``;
+(3) is skipped when |LT| = 0 and (4)-(8b) when |TMP| = 0.
 Same seed → same output.
 
 Output (conventions of :mod:`batfeed.adapters.resample`): jobs sorted by subtime (ties: copy creation
 order, then sequence position), ids 0, 1, ...; ``user`` = a fresh id per emitted copy (each init,
 restart, arrival; numbered by first output job); every other field copied plus ``resampled_from``
 (original id), ``resampled_week`` (original week on the log grid), ``resampled_user`` (original user)
-and ``resampled_copy`` (copy id, = the new user); only the profiles used; ``nb_res`` kept; a top-level
-``batfeed_resample`` entry.  Write it with :func:`batfeed.adapters.resample.write_workload_file`.
+and ``resampled_copy`` (copy id, = the new user), and ``resampled_rb: true`` on RB jobs; only the profiles
+used; ``nb_res`` kept; a top-level ``batfeed_resample`` entry.  Write it with
+:func:`batfeed.adapters.resample.write_workload_file`.
+:func:`build_pools` does the per-log work (loading, RB split, classification, pools) once for many seeds.
 """
 
 from __future__ import annotations
@@ -58,30 +69,56 @@ from typing import Any, Literal
 
 import numpy as np
 from batfeed.adapters.resample import WEEK
-from batfeed.users.classify import classify_users
+from batfeed.users.classify import Classification, classify_users
+from batfeed.users.flurry import Flurry, detect_flurries, split_rb
 
 from batfeed.errors import BatfeedError, InputError
 
-__all__ = ["METHOD", "RB_NPW", "resample_users"]
+__all__ = ["METHOD", "Pools", "build_pools", "resample_users"]
 
 METHOD = "user-based (Zakay & Feitelson, workload resampling)"
-RB_NPW = 0.0  # rare-behaviour arrivals per week: no RB pool yet
 DRAWS = ("default_rng(seed): random() LT fraction; permutation(|LT|) extra copies; integers(0, weeks_active) "
          "LT phases; poisson(f*mu) TMP init; choice(|TMP|, p ~ weeks_active, no replacement) per pass; "
-         "integers(0, weeks_active) TMP starts; binomial(n, f*lambda/n, weeks-1); choice(|TMP|, k, no "
-         "replacement) per week")
-_ADDED = ("resampled_from", "resampled_week", "resampled_user", "resampled_copy")
+         "integers(0, weeks_active) TMP starts; binomial(n, f*lambda/n, weeks-1); [rb_npw > 0: binomial(k, "
+         "rb_npw/lambda)]; per week choice(|TMP|, k - n_rb, no replacement) [then choice(|RB|, n_rb, no "
+         "replacement)]")
+_ADDED = ("resampled_from", "resampled_week", "resampled_user", "resampled_copy", "resampled_rb")
 
 
 @dataclass
 class _User:
-    """One pool user: job indices in sequence order, their week relative to the first job's week."""
+    """One pool unit (a user, or an RB window): job indices in sequence order, their week relative to the
+    first job's week."""
 
     key: Any
     idx: np.ndarray  # input job indices, sorted by subtime (stable)
     rel: np.ndarray  # relative week of each job (0 = week of the first job)
     w0: int  # log week of the first job
     weeks_active: int
+
+
+@dataclass
+class Pools:
+    """A log's pools (:func:`build_pools`): long-term, temporary and RB units on the log's week grid."""
+
+    data: dict[str, Any]
+    source: str
+    subtime: np.ndarray  # seconds from the log start T0
+    lweek: np.ndarray  # log week of each job
+    t0: float
+    t1: float
+    log_weeks: int  # L, calendar weeks of the log
+    period: int  # ⌈(T1 − T0) / WEEK⌉
+    lt: list[_User]
+    tmp: list[_User]
+    rb: list[_User]
+    classes: Classification  # of the regular jobs (RB windows removed)
+    flurries: list[Flurry]
+
+    @property
+    def discarded(self) -> int:
+        """Discarded (edge) users."""
+        return len(self.classes.users_of("discarded"))
 
 
 def _load(workload: dict[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
@@ -96,41 +133,87 @@ def _load(workload: dict[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
     return data, source
 
 
-def resample_users(workload: dict[str, Any] | str | Path, weeks: int, seed: int, *, load: float = 1.0,
-                   anonymous: Literal["error", "user"] = "error") -> dict[str, Any]:
-    """A ``weeks``-week user-based resample (Zakay & Feitelson, models.md §E) of ``workload`` (dict or
-    Batsim JSON file) at load factor ``load`` as a Batsim workload dict (module docstring)."""
-    if isinstance(weeks, bool) or not isinstance(weeks, int | np.integer) or weeks < 1:
-        raise BatfeedError(f"weeks must be an integer >= 1 (got {weeks!r})")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise BatfeedError(f"seed must be an integer >= 0 (got {seed!r})")
-    if isinstance(load, bool) or not isinstance(load, int | float) or not math.isfinite(load) or load < 0:
-        raise BatfeedError(f"load must be a finite number >= 0 (got {load!r})")
-    weeks, seed, f = int(weeks), int(seed), float(load)
+def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Literal["detect"] | None = None,
+                anonymous: Literal["error", "user"] = "error") -> Pools:
+    """Load ``workload``, split off the RB windows ``rb`` (module docstring), classify the remaining jobs'
+    users and build the long-term, temporary and RB pools."""
     data, source = _load(workload)
-    cls = classify_users(data, anonymous=anonymous)
     jobs = data["jobs"]
-    t0, t1 = cls.log_start, cls.log_end
+    if not jobs:
+        raise InputError("no jobs to resample", source)
+    flurries = detect_flurries(data) if rb == "detect" else list(rb or [])
+    is_rb = np.zeros(len(jobs), bool)
+    if flurries:
+        regular, _ = split_rb(data, flurries)
+        kept = {id(j) for j in regular}
+        is_rb = np.fromiter((id(j) not in kept for j in jobs), bool, len(jobs))
+        if is_rb.all():
+            raise InputError("every job is in a rare-behaviour window: no regular users left", source)
+        cls = classify_users({"jobs": regular, "profiles": data["profiles"]}, anonymous=anonymous)
+    else:
+        cls = classify_users(data, anonymous=anonymous)
+    t0 = float(min(j["subtime"] for j in jobs))
+    t1 = float(max(j["subtime"] for j in jobs))
     subtime = np.array([j["subtime"] for j in jobs], dtype=float) - t0
     lweek = (subtime // WEEK).astype(np.int64)
     by_user: dict[Any, list[int]] = {}
     for i, job in enumerate(jobs):
-        by_user.setdefault(job.get("user"), []).append(i)
-    log_weeks = int(lweek.max()) + 1  # L: calendar weeks of the log
-    period = max(1, math.ceil((t1 - t0) / WEEK))
+        if not is_rb[i]:
+            by_user.setdefault(job.get("user"), []).append(i)
+
+    def unit(key: Any, idx: list[int]) -> _User:  # weeks active on the whole log's grid (RB jobs included)
+        ix = np.asarray(idx, dtype=np.int64)
+        ix = ix[np.argsort(subtime[ix], kind="stable")]
+        w0 = int(lweek[ix[0]])
+        rel = lweek[ix] - w0
+        return _User(key, ix, rel, w0, int(rel[-1]) + 1)
 
     def pool(name: str) -> list[_User]:
-        out = []
-        for key in cls.users_of(name):
-            idx = np.array(by_user[key], dtype=np.int64)
-            idx = idx[np.argsort(subtime[idx], kind="stable")]
-            w0 = int(lweek[idx[0]])
-            out.append(_User(key, idx, lweek[idx] - w0, w0, int(cls.users.at[key, "weeks_active"])))
-        return out
+        return [unit(k, by_user[k]) for k in cls.users_of(name)]
 
-    lt, tmp = pool("long_term"), pool("temporary")
+    rb_units = []
+    for f in flurries:
+        idx = [i for i in np.flatnonzero(is_rb).tolist()
+               if jobs[i].get("user") == f.user and f.begin <= jobs[i]["subtime"] < f.end]
+        if idx:
+            rb_units.append(unit((f.user, f.begin, f.end), idx))
+    return Pools(data, source, subtime, lweek, t0, t1, int(lweek.max()) + 1, max(1, math.ceil((t1 - t0) / WEEK)),
+                 pool("long_term"), pool("temporary"), rb_units, cls, flurries)
+
+
+def _check(name: str, value: Any, integer: bool, low: float) -> None:
+    if integer:
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise BatfeedError(f"{name} must be an integer >= {low:g} (got {value!r})")
+    elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < low:
+        raise BatfeedError(f"{name} must be a finite number >= {low:g} (got {value!r})")
+
+
+def resample_users(workload: dict[str, Any] | str | Path | Pools, weeks: int, seed: int, *, load: float = 1.0,
+                   rb_npw: float = 0.0, rb: list[Flurry] | Literal["detect"] | None = None,
+                   anonymous: Literal["error", "user"] = "error") -> dict[str, Any]:
+    """A ``weeks``-week user-based resample (Zakay & Feitelson, models.md §E) of ``workload`` (dict,
+    Batsim JSON file or :class:`Pools`; ``rb``/``anonymous`` apply when building pools) at load factor
+    ``load``, with ``rb_npw`` RB arrivals per week, as a Batsim workload dict (module docstring)."""
+    _check("weeks", weeks, True, 1)
+    _check("seed", seed, True, 0)
+    _check("load", load, False, 0)
+    _check("rb_npw", rb_npw, False, 0)
+    weeks, seed, f, rb_npw = int(weeks), int(seed), float(load), float(rb_npw)
+    pools = workload if isinstance(workload, Pools) else build_pools(workload, rb=rb, anonymous=anonymous)
+    data, jobs, subtime, lweek = pools.data, pools.data["jobs"], pools.subtime, pools.lweek
+    lt, tmp, rbp = pools.lt, pools.tmp, pools.rb
+    log_weeks, period = pools.log_weeks, pools.period
+    lam = len(tmp) / log_weeks
+    if rb_npw > 0:
+        if not rbp:
+            raise BatfeedError(f"rb_npw = {rb_npw:g} needs rare-behaviour windows, and {pools.source} has none "
+                               "(pass rb='detect' or a list of flurries)")
+        if rb_npw > lam:
+            raise BatfeedError(f"rb_npw = {rb_npw:g} exceeds the weekly temporary arrival rate {lam:.3g} of "
+                               f"{pools.source} (RB arrivals are taken out of it)")
     rng = np.random.default_rng(seed)
-    copies: list[tuple[_User, int, int]] = []  # (user, shift in weeks, first relative week emitted)
+    copies: list[tuple[_User, int, int]] = []  # (unit, shift in weeks, first relative week emitted)
     horizon = weeks * WEEK
 
     # long-term init and restarts, draws (1)-(3)
@@ -157,7 +240,6 @@ def resample_users(workload: dict[str, Any] | str | Path, weeks: int, seed: int,
     # temporary init, draws (4)-(6)
     wa = np.array([u.weeks_active for u in tmp], dtype=float)
     mu = float(wa.sum()) / log_weeks
-    lam = len(tmp) / log_weeks
     chosen: list[int] = []
     if tmp:
         count = int(rng.poisson(f * mu))
@@ -168,17 +250,24 @@ def resample_users(workload: dict[str, Any] | str | Path, weeks: int, seed: int,
         for r, a in zip(chosen, np.asarray(starts).tolist(), strict=True):
             copies.append((tmp[r], -a - tmp[r].w0, a))
 
-    # weekly temporary arrivals, draws (7)-(8); RB_NPW = 0: no rare-behaviour arrivals
+    # weekly arrivals, draws (7)-(8b): k temporary users, n_rb of them replaced by RB units
     n_binom = max(len(tmp), math.ceil(f * lam))
-    arrivals = 0
+    arrivals = rb_arrivals = 0
+    rb_copies: set[int] = set()
     if tmp and weeks > 1:
-        ks = rng.binomial(n_binom, f * lam / n_binom, size=weeks - 1)
-        for w, k in enumerate(ks.tolist(), start=1):
-            k = min(k, len(tmp))
-            if k:
-                for r in rng.choice(len(tmp), size=k, replace=False).tolist():
+        ks = np.minimum(rng.binomial(n_binom, f * lam / n_binom, size=weeks - 1), len(tmp))
+        n_rbs = rng.binomial(ks, rb_npw / lam) if rb_npw > 0 else np.zeros_like(ks)
+        n_rbs = np.minimum(n_rbs, len(rbp))
+        for w, (k, n_rb) in enumerate(zip(ks.tolist(), n_rbs.tolist(), strict=True), start=1):
+            if k - n_rb:
+                for r in rng.choice(len(tmp), size=k - n_rb, replace=False).tolist():
                     copies.append((tmp[r], w - tmp[r].w0, 0))
-                arrivals += k
+            if n_rb:
+                for r in rng.choice(len(rbp), size=n_rb, replace=False).tolist():
+                    rb_copies.add(len(copies))
+                    copies.append((rbp[r], w - rbp[r].w0, 0))
+            arrivals += k - n_rb
+            rb_arrivals += n_rb
 
     # emission: each copy's suffix from its first relative week, shifted by whole weeks
     parts_src, parts_t, parts_copy, parts_pos = [], [], [], []
@@ -208,21 +297,26 @@ def resample_users(workload: dict[str, Any] | str | Path, weeks: int, seed: int,
         rest = {k: v for k, v in job.items() if k not in ("id", "subtime", *_ADDED)}
         uid = int(new_user[c])
         rest["user"] = uid
-        out_jobs.append({"id": new, "subtime": t, **rest, "resampled_from": job["id"],
-                         "resampled_week": int(lweek[i]), "resampled_user": job.get("user"),
-                         "resampled_copy": uid})
+        out = {"id": new, "subtime": t, **rest, "resampled_from": job["id"], "resampled_week": int(lweek[i]),
+               "resampled_user": job.get("user"), "resampled_copy": uid}
+        if c in rb_copies:
+            out["resampled_rb"] = True
+        out_jobs.append(out)
     names = list(data["profiles"])
     used_profiles = {j["profile"] for j in out_jobs}
     missing = used_profiles - set(names)
     if missing:
-        raise InputError(f"profile(s) {sorted(missing)!r} not in 'profiles'", source)
-    info = {"method": METHOD, "source": source, "weeks": weeks, "seed": seed, "load": f, "week_seconds": WEEK,
-            "log_start": t0, "log_end": t1, "log_weeks": log_weeks, "period_weeks": period,
+        raise InputError(f"profile(s) {sorted(missing)!r} not in 'profiles'", pools.source)
+    info = {"method": METHOD, "source": pools.source, "weeks": weeks, "seed": seed, "load": f,
+            "week_seconds": WEEK, "log_start": pools.t0, "log_end": pools.t1, "log_weeks": log_weeks,
+            "period_weeks": period,
             "source_unix_start": data.get("unix_start"), "jobs_in": len(jobs), "jobs_out": len(out_jobs),
             "long_term_users": len(lt), "long_term_copies": c_lt, "temporary_users": len(tmp),
             "temporary_init": len(chosen), "temporary_mean_present": mu, "temporary_arrival_rate": lam,
-            "temporary_arrivals": arrivals, "binomial_n": n_binom, "rb_npw": RB_NPW,
-            "discarded_users": len(cls.users_of("discarded")), "copies": len(copies),
+            "temporary_arrivals": arrivals, "binomial_n": n_binom, "rb_npw": rb_npw,
+            "rb_windows": len(rbp), "rb_pool_jobs": int(sum(len(u.idx) for u in rbp)), "rb_arrivals": rb_arrivals,
+            "rb_jobs_out": sum(1 for j in out_jobs if "resampled_rb" in j),
+            "discarded_users": pools.discarded, "copies": len(copies),
             "users_out": len(used), "draws": DRAWS}
     return {"nb_res": data.get("nb_res"), "batfeed_resample": info, "jobs": out_jobs,
             "profiles": {n: data["profiles"][n] for n in names if n in used_profiles}}
