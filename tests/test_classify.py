@@ -62,6 +62,17 @@ def test_synthetic_classes_and_counts() -> None:
     assert c.users_of("discarded") == [4, 6, "alice"]
 
 
+def test_touch_edge_rule() -> None:
+    """The looser edge reading: a temporary user active in the first 4 W (first < 4 W) or the last 4 W
+    (last > 36 W) is discarded: users 2 (first 1 W), 4, 5 (first 2 W), 6, 7 (last 39 W) and alice."""
+    c = classify_users(workload(), edge_rule="touch")
+    assert c.users_of("temporary") == [3, 9] and c.users_of("discarded") == [2, 4, 5, 6, 7, "alice"]
+    assert c.users_of("long_term") == [1, 8]  # never discarded
+    assert int(c.counts().at["discarded", "jobs"]) == 3 + 3 + 2 + 2 + 2 + 1
+    with pytest.raises(BatfeedError, match="edge_rule"):
+        classify_users(workload(), edge_rule="near")  # type: ignore[arg-type]
+
+
 def test_origin_does_not_matter() -> None:
     base, shifted = classify_users(workload()), classify_users(workload(shift=1e9))
     assert shifted.log_start == 1e9

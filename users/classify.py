@@ -11,7 +11,9 @@ A user's active span is first → last job.  **Long-term** if the span exceeds 1
   workloads start at 0);
 - "whole activity within 4 weeks of the start": ``last ≤ T0 + edge_weeks·WEEK``; "of the end":
   ``first ≥ T1 − edge_weeks·WEEK`` (both bounds inclusive); only temporary users are discarded,
-  a long-term user is never discarded;
+  a long-term user is never discarded.  ``edge_rule="touch"`` is the looser reading, for sensitivity
+  (experiments/resample_users.py): discard a temporary user *active* in the first or last 4 weeks,
+  ``first < T0 + edge_weeks·WEEK`` or ``last > T1 − edge_weeks·WEEK``;
 - weeks active = calendar-week span on the log's week grid (weeks ``[T0 + i·WEEK, T0 + (i+1)·WEEK)``,
   as in :mod:`batfeed.adapters.resample`): ``week(last) − week(first) + 1``;
 - jobs without ``user`` (missing or null): refused by default (``anonymous="error"``), or counted
@@ -119,15 +121,19 @@ def _plain(user: Any) -> Any:
 
 
 def classify_users(workload: dict[str, Any] | str | Path, *, long_term_weeks: float = 12, edge_weeks: float = 4,
-                   anonymous: Literal["error", "user"] = "error") -> Classification:
+                   anonymous: Literal["error", "user"] = "error",
+                   edge_rule: Literal["within", "touch"] = "within") -> Classification:
     """Classify the users of a workload (dict or Batsim JSON file) as long-term / temporary / discarded.
 
     Zakay & Feitelson (models.md §E, "Classes"): long-term iff span > ``long_term_weeks``; temporary
-    users with ``last ≤ T0 + edge_weeks`` or ``first ≥ T1 − edge_weeks`` are discarded (module docstring).
+    users with ``last ≤ T0 + edge_weeks`` or ``first ≥ T1 − edge_weeks`` are discarded ("within";
+    "touch": ``first < T0 + edge_weeks`` or ``last > T1 − edge_weeks``; module docstring).
     """
     for name, value in (("long_term_weeks", long_term_weeks), ("edge_weeks", edge_weeks)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
             raise BatfeedError(f"{name} must be a finite number >= 0 (got {value!r})")
+    if edge_rule not in ("within", "touch"):
+        raise BatfeedError(f"edge_rule must be 'within' or 'touch' (got {edge_rule!r})")
     if anonymous not in ("error", "user"):
         raise BatfeedError(f"anonymous must be 'error' or 'user' (got {anonymous!r})")
     jobs, source = load_jobs(workload)
@@ -163,7 +169,11 @@ def classify_users(workload: dict[str, Any] | str | Path, *, long_term_weeks: fl
     per["jobs"] = g["jobs"].to_numpy().astype(np.int64)
     per["weeks_active"] = ((per["last"] - t0) // WEEK - (per["first"] - t0) // WEEK + 1).astype(np.int64)
     long_term = per["span"].to_numpy() > long_term_weeks * WEEK
-    edge = (per["last"].to_numpy() <= t0 + edge_weeks * WEEK) | (per["first"].to_numpy() >= t1 - edge_weeks * WEEK)
+    first, last = per["first"].to_numpy(), per["last"].to_numpy()
+    if edge_rule == "within":
+        edge = (last <= t0 + edge_weeks * WEEK) | (first >= t1 - edge_weeks * WEEK)
+    else:
+        edge = (first < t0 + edge_weeks * WEEK) | (last > t1 - edge_weeks * WEEK)
     label = np.where(long_term, "long_term", np.where(edge, "discarded", "temporary"))
     per["class"] = pd.Categorical(label, categories=list(CLASSES))
     return Classification(per, t0, t1, long_term_weeks, edge_weeks, anonymous_jobs, source)
