@@ -2,7 +2,9 @@
 resampling of Gaussier, Lelong, Reis, Trystram, *Online Tuning of EASY-Backfilling*
 (models.md §A "Protocol"; :mod:`batfeed.adapters.resample`, docs/resample.md).
 ``batfeed resample users ... [--load F]``: Zakay & Feitelson's user-based resampling (models.md §E;
-:mod:`batfeed.users.zf_resample`)."""
+:mod:`batfeed.users.zf_resample`).
+``batfeed resample validate ORIGINAL RESAMPLE ...``: per-user marginals, weekly profile, locality and Hurst
+of resamples vs their original (models.md §E "Validation"; users/resample_validation.py, resample_metrics.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from batfeed.errors import BatfeedError
 
-__all__ = ["add_resample_parser", "cmd_resample", "cmd_resample_users", "output_paths"]
+__all__ = ["add_resample_parser", "cmd_resample", "cmd_resample_users", "cmd_resample_validate", "output_paths"]
 
 
 def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -55,7 +57,47 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     u.add_argument("-o", "--output", required=True, metavar="OUT.json",
                    help="workload file to write (directory created if needed; gzip if it ends with .gz)")
     u.set_defaults(func=cmd_resample_users)
+    text = ("validate resamples against their original (Zakay & Feitelson): per-user marginals and weekly arrival "
+            "profile (KS / total variation), stack-depth locality and Hurst exponent (mean ± sd)")
+    v = methods.add_parser("validate", help=text, description=text)
+    v.add_argument("original", metavar="ORIGINAL", help="the original Batsim workload JSON (plain or .gz)")
+    v.add_argument("resamples", nargs="+", metavar="RESAMPLE", help="resampled workloads of ORIGINAL")
+    v.add_argument("--session-gap-min", type=float, default=20.0, metavar="M",
+                   help="a submit gap > M minutes starts a new session (default 20)")
+    v.add_argument("--json", metavar="OUT.json", help="also write both tables as JSON")
+    v.set_defaults(func=cmd_resample_validate)
     return s
+
+
+def cmd_resample_validate(args: argparse.Namespace) -> int:
+    """Run ``batfeed resample validate``: print the marginals and locality tables (and write --json)."""
+    import json
+    import math
+
+    import pandas as pd
+    from batfeed.users.resample_metrics import compare
+    from batfeed.users.resample_validation import compare_marginals, format_marginals
+
+    if not args.session_gap_min >= 0:
+        raise BatfeedError(f"--session-gap-min must be >= 0 (got {args.session_gap_min:g})")
+    if args.json:
+        from batfeed.outpaths import writable_file
+
+        writable_file(Path(args.json), "--json")
+    marg = compare_marginals(args.original, args.resamples, session_gap_s=60.0 * args.session_gap_min)
+    loc = compare(args.original, args.resamples)
+    print(f"per-user marginals and weekly profile: {args.original} vs {len(args.resamples)} resample(s)")
+    print(format_marginals(marg))
+    print(f"\nlocality and Hurst exponent\n{'metric':<18} {'original':>9} {'resampled':>9}")
+    for name, r in loc.iterrows():
+        print(f"{name:<18} {r['original']:>9.4g} {r['mean']:>9.4g} ± {r['sd']:.3g}")
+    if args.json:
+        def plain(df: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+            return {str(k): {c: None if math.isnan(x) else x for c, x in row.items()}
+                    for k, row in df.to_dict(orient="index").items()}
+        Path(args.json).write_text(json.dumps({"marginals": plain(marg), "locality": plain(loc)}, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
 
 
 def cmd_resample_users(args: argparse.Namespace) -> int:
