@@ -23,7 +23,7 @@ SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "z
                "window", "speed", "size_scale", "profiles", "origin", "nb_res", "size_from", "extended", "machines",
                "strict", "filter")
 TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load", "resample_weeks", "resample",
-              "resample_load")
+              "resample_load", "resample_rb_npw")
 NAMED_TRACES = ("KTH-SP2",)        # shipped with batfeed (package data)
 # layer options a campaign sets itself from the run (scheduler, its options, the model, the trace)
 LAYER_SET = ("scheduler", "scheduler_options", "users", "trace")
@@ -80,11 +80,14 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
             raise c.fail(at(where, "resample"), f"must be \"weekly\" or \"users\", got {_show(method)}"
                                                 f"{close(str(method), ('weekly', 'users'))}")
         f = c.number(entry.get("resample_load", 1.0), at(where, "resample_load"), 0)
-        for key in ("resample", "resample_load"):
+        rb = c.number(entry.get("resample_rb_npw", 0.0), at(where, "resample_rb_npw"), 0)
+        for key in ("resample", "resample_load", "resample_rb_npw"):
             if key in entry and not weeks:
                 raise c.fail(at(where, key), "needs resample_weeks (the length of each resampled trace)")
         if f != 1.0 and method != "users":
             raise c.fail(at(where, "resample_load"), "only the \"users\" resampling has a load factor")
+        if rb and method != "users":
+            raise c.fail(at(where, "resample_rb_npw"), "only the \"users\" resampling has rare behaviours")
         if weekly:
             if weeks:
                 raise c.fail(at(where, "resample_weeks"), "no resampling in validate runs (the recorded waits are "
@@ -95,7 +98,7 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
             if fmt == "swf":
                 _validate_defaults(convert, path)
         out.append(TraceSpec(name=name, path=path, format=fmt, convert=convert, shake=shake, resample_weeks=weeks,
-                             resample_method=method, resample_load=f))
+                             resample_method=method, resample_load=f, resample_rb_npw=rb))
     return out
 
 

@@ -188,6 +188,8 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
         weeks = run.trace.resample_weeks
         if weeks:           # resampled (then shaken): gzip, a resample of a large log is large
             how = "" if run.trace.resample_method == "weekly" else f"-users-f{run.trace.resample_load:g}"
+            if run.trace.resample_rb_npw:
+                how += f"-rb{run.trace.resample_rb_npw:g}"
             shaken: Path | None = inputs / "derived" / f"{ck}-w{weeks}{how}-{run.trace.shake:g}s-seed{seed}.json.gz"
         else:
             shaken = inputs / "shaken" / f"{ck}-{run.trace.shake:g}s-seed{seed}.json" \
@@ -197,7 +199,8 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
             scheduler=run.scheduler.target, options=dict(run.options), users=run.users,
             user_options=dict(run.user_options), events=[str(e) for e in run.platform.events], shake=run.trace.shake,
             resample_weeks=weeks, resample_method=run.trace.resample_method,
-            resample_load=run.trace.resample_load, seed=seed, shaken=None if shaken is None else str(shaken),
+            resample_load=run.trace.resample_load, resample_rb_npw=run.trace.resample_rb_npw, seed=seed,
+            shaken=None if shaken is None else str(shaken),
             tau=camp.tau, window=camp.window,
             call=f"batfeed campaign {camp.source} (run {run.key})", validate=camp.validate))
     return tasks

@@ -53,6 +53,7 @@ class RunTask:
     resample_weeks: int = 0            # a resample of the trace (then shaking): weekly (adapters/resample.py)
     resample_method: str = "weekly"    # or users (users/zf_resample.py, with load factor resample_load)
     resample_load: float = 1.0
+    resample_rb_npw: float = 0.0       # users: rare-behaviour arrivals per week; metrics also without them
     seed: int | None = None            # given to the run (shaking, seed options) when something consumes it
     shaken: str | None = None          # where the shaken workload is cached
     tau: float = 10.0
@@ -108,16 +109,35 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
     workload = task.workload
     if task.resample_weeks and task.seed is not None and task.shaken:
         workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken,
-                                        method=task.resample_method, load=task.resample_load))
+                                        method=task.resample_method, load=task.resample_load,
+                                        rb_npw=task.resample_rb_npw))
     elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
     result = run_simulation(task.platform, [workload], scheduler=task.scheduler, options=dict(task.options),
                             events=task.events, users=task.users, user_options=dict(task.user_options) or None,
                             export=tmp / PREFIX, **extra)
-    metrics = compute_metrics(tmp / f"{PREFIX}_jobs.csv", tau=task.tau, window=task.window)
-    return {"metrics": flatten(metrics), "counts": dict(result.counts), "simulated_time": result.simulated_time,
+    metrics = flatten(compute_metrics(tmp / f"{PREFIX}_jobs.csv", tau=task.tau, window=task.window))
+    if task.resample_rb_npw:
+        metrics.update(_non_rb_metrics(task, workload, tmp))
+    return {"metrics": metrics, "counts": dict(result.counts), "simulated_time": result.simulated_time,
             "simulation_wall_s": result.wall_time, "workload": workload}
+
+
+def _non_rb_metrics(task: RunTask, workload: str, tmp: Path) -> dict[str, Any]:
+    """The metrics without the rare-behaviour jobs (``resampled_rb`` in the workload), as Zakay & Feitelson
+    report RB experiments (models.md §E), prefixed ``non_rb.``; ``non_rb.nb_rb_jobs`` counts those left out."""
+    import pandas as pd
+
+    from batfeed.campaign.inputs import read_workload
+    from batfeed.campaign.table import flatten
+    from batfeed.metrics import compute_metrics
+
+    rb = {str(j["id"]) for j in read_workload(workload)["jobs"] if j.get("resampled_rb")}
+    jobs = pd.read_csv(tmp / f"{PREFIX}_jobs.csv", dtype={"job_id": str})
+    keep = ~jobs["job_id"].isin(rb)
+    flat = flatten(compute_metrics(jobs[keep], tau=task.tau, window=task.window, platform=task.platform))
+    return {"non_rb.nb_rb_jobs": int((~keep).sum()), **{f"non_rb.{k}": v for k, v in flat.items()}}
 
 
 def execute_run(task: RunTask) -> dict[str, Any]:

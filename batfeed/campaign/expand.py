@@ -135,6 +135,8 @@ def expand(camp: Campaign) -> list[Run]:
                                     recipe["trace"]["resample_weeks"] = trace.resample_weeks
                                     if trace.resample_method != "weekly":
                                         recipe["trace"]["resample"] = [trace.resample_method, trace.resample_load]
+                                    if trace.resample_rb_npw:
+                                        recipe["trace"]["resample"].append(trace.resample_rb_npw)
                                 if camp.validate is not None:       # weekly validation runs (weekly.py)
                                     recipe["validate"] = camp.validate
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,

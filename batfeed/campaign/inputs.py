@@ -202,10 +202,11 @@ def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Pat
 
 
 def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path, *,
-                     method: str = "weekly", load: float = 1.0) -> Path:
+                     method: str = "weekly", load: float = 1.0, rb_npw: float = 0.0) -> Path:
     """``source`` resampled to ``weeks`` weeks with ``seed`` — ``method`` "weekly": the online-tuning
     paper's weekly user resampling (:mod:`batfeed.adapters.resample`); "users": Zakay & Feitelson's
-    user-based resampling with load factor ``load`` (:mod:`batfeed.users.zf_resample`) — then shaken
+    user-based resampling with load factor ``load`` and ``rb_npw`` rare-behaviour arrivals per week (the
+    detected flurries; :mod:`batfeed.users.zf_resample`) — then shaken
     by ``shake`` s with the same seed (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically)."""
     from batfeed.adapters.resample import resample_weekly, write_workload_file
 
@@ -215,7 +216,8 @@ def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, de
     if method == "users":
         from batfeed.users.zf_resample import resample_users
 
-        data = resample_users(read_workload(source), weeks, seed, load=load)
+        data = resample_users(read_workload(source), weeks, seed, load=load, rb_npw=rb_npw,
+                              rb="detect" if rb_npw > 0 else None)
     else:
         data = resample_weekly(read_workload(source), weeks, seed)
     if shake > 0:

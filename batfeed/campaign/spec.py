@@ -47,6 +47,7 @@ class TraceSpec:
     resample_weeks: int = 0
     resample_method: str = "weekly"     # "weekly" (adapters/resample.py) or "users" (users/zf_resample.py)
     resample_load: float = 1.0          # load factor f of the "users" method
+    resample_rb_npw: float = 0.0        # rare-behaviour arrivals per week of the "users" method (flurries)
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,8 @@ def _window(c: Checker, value: Any) -> tuple[float, float] | None:
 
 
 def metric_names() -> list[str]:
-    """Every scalar :func:`~batfeed.metrics.compute_metrics` value as a dotted name (``wait.mean``)."""
+    """Every scalar :func:`~batfeed.metrics.compute_metrics` value as a dotted name (``wait.mean``), and
+    each again as ``non_rb.NAME`` with ``non_rb.nb_rb_jobs`` (runs with ``resample_rb_npw``; NaN elsewhere)."""
     import pandas as pd
 
     from batfeed.campaign.table import flatten
@@ -279,7 +281,8 @@ def metric_names() -> list[str]:
                         "finish_time": [5.0], "waiting_time": [0.0], "turnaround_time": [5.0], "stretch": [1.0],
                         "allocated_resources": ["0"], "consumed_energy": [-1.0],
                         "metadata": ["orig_subtime=0;user=1"]})
-    return sorted(flatten(compute_metrics(one, nb_resources=1)))
+    names = list(flatten(compute_metrics(one, nb_resources=1)))
+    return sorted(names + ["non_rb.nb_rb_jobs"] + [f"non_rb.{n}" for n in names])
 
 
 def _metrics(c: Checker, value: Any, with_users: bool) -> list[str]:
