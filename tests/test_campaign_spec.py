@@ -51,7 +51,7 @@ BASE = f'traces = ["{KTH200}"]\n'
     ('traces = ["nope.swf"]\nschedulers = ["fcfs"]', r"traces\[0\]\.path: no such file: .*nope\.swf"),
     (f'traces = [{{path = "{KTH200}", walltime_fallback = "max"}}]\nschedulers = ["fcfs"]',
      r"traces\[0\]\.walltime_fallback: unknown key for a JSON workload; known: name, path, format, shake, max_jobs, "
-     r"load, resample_weeks, resample, resample_load"),
+     r"load, resample_weeks, resample, resample_load, resample_rb_npw"),
     ('traces = [{path = "KTH-SP2", speed = 0}]\nschedulers = ["fcfs"]',
      r"traces\[0\]\.speed: must be a number > 0, got 0"),
     ('traces = [{path = "KTH-SP2", filter = "tun"}]\nschedulers = ["fcfs"]',
