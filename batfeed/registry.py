@@ -22,6 +22,8 @@ BUILTIN = {
     "conservative": "batfeed.schedulers.conservative:Conservative",
     "maui": "batfeed.schedulers.maui:Maui",
     "tuned_easy": "batfeed.schedulers.tuned_easy:TunedEasy",
+    "los": "batfeed.schedulers.los:Los",
+    "creasy": "batfeed.schedulers.creasy:Creasy",
 }
 
 
