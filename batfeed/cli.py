@@ -55,7 +55,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     print(f"wrote {result.jobs_csv} and {result.schedule_csv}"
           + (f" (manifest {args.export}_manifest.json)" if Path(f"{args.export}_manifest.json").is_file() else ""))
     if args.users:
-        print(f"user model '{args.users}' replayed {args.workload[0]}; lateness: batfeed metrics {result.jobs_csv}")
+        print(f"user model '{args.users}' replayed {args.workload[0]}; lateness: batfeed metrics {result.jobs_csv}"
+              if args.workload else f"user model '{args.users}' generated the jobs ({result.jobs_csv})")
     return 0
 
 
@@ -182,6 +183,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{int(room.sum())} of {len(room)} scored jobs ({room.mean():.0%}) waited while the recorded schedule "
               f"had room for them all along ({rec[room].sum() / max(rec.sum(), 1.0):.0%} of the recorded wait): "
               f"see {Path(args.out) / 'errors_contention.csv'}")
+    return 0
+
+
+def cmd_fit_users(args: argparse.Namespace) -> int:
+    import json
+
+    from batfeed.outpaths import writable_file
+    from batfeed.users.site_fit import fit_site, format_fit, read_trace
+
+    writable_file(Path(args.output), "-o/--output")
+    traces = [read_trace(t) for t in args.traces]
+    model, bins = fit_site(traces)
+    print(format_fit(model, traces, bins))
+    Path(args.output).write_text(json.dumps(model, indent=1) + "\n")
+    print(f"wrote {args.output}")
     return 0
 
 
@@ -366,6 +382,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output directory (default runs/demo; --out is the old spelling)")
     s.add_argument("--jobs", type=int, help="only the first N jobs (default: the whole trace)")
     s.set_defaults(func=cmd_demo)
+
+    s = sub.add_parser("fit-users", help="fit Shmueli's site-level user model (batches, think times, p_cont, "
+                                         "sizes, runtimes, activity) to SWF traces (models.md C; users/site_fit.py)")
+    s.add_argument("traces", nargs="+", metavar="TRACE", help="SWF trace(s) (plain, .gz or .xz), pooled")
+    s.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    s.set_defaults(func=cmd_fit_users)
 
     from batfeed.campaign.cli import add_campaign_parser
 

@@ -188,10 +188,16 @@ def _user_model_setup(scheduler: str | None, options: dict[str, Any] | None, wor
                       ) -> tuple[str, dict[str, Any], list[str | Path], bool]:
     if scheduler is None:
         raise BatfeedError("--users needs --scheduler (the scheduler the user model wraps)")
-    if len(workloads) != 1:
+    from batfeed.users.base import model_class
+
+    cls = model_class(users)
+    if cls.GENERATES:           # site-level users generate their jobs: no trace (Batsim without -w)
+        if workloads:
+            raise BatfeedError(f"user model '{users}' generates its jobs: give no workload")
+    elif len(workloads) != 1:
         raise BatfeedError(f"--users replays exactly one recorded trace (got {len(workloads)} workloads)")
     layer = {"scheduler": scheduler, "scheduler_options": dict(options or {}), "users": users,
-             "trace": str(Path(workloads[0]).resolve()), **(user_options or {})}
+             **({"trace": str(Path(workloads[0]).resolve())} if workloads else {}), **(user_options or {})}
     return USER_LAYER, layer, [], True
 
 

@@ -81,7 +81,8 @@ USER_CASES = [
     ("rigid", {"workload_name": "a,b"},
      "option 'workload_name' for the user-model layer must be a non-empty string without \"!\", \",\", \"\\\"\", "
      "\"\\n\", \"\\r\", got \"a,b\""),
-    ("a6", {}, "unknown user model 'a6' (did you mean 'a60'?; available: rigid, feedback, a0, think-time, a60)"),
+    ("a6", {}, "unknown user model 'a6' (did you mean 'a60'?; available: rigid, feedback, a0, think-time, a60, "
+              "site-phase1, site-phase2)"),
 ]
 
 

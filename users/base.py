@@ -99,6 +99,7 @@ class UserModel:
     """
 
     name: ClassVar[str] = "?"
+    GENERATES: ClassVar[bool] = False           # generates its jobs (no trace; appends to self.trace.jobs)
     OPTIONS: ClassVar[dict[str, Option]] = {}   # accepted options (specs: batfeed.schedulers.options)
     FIXED: ClassVar[dict[str, Any]] = {}        # option values a preset (a0, a60) imposes
 
@@ -111,6 +112,7 @@ class UserModel:
         self.nb_submitted = 0
         self.submitted_at: list[float | None] = [None] * len(trace.jobs)
         self.ended_at: list[float | None] = [None] * len(trace.jobs)
+        self.nb_resources: int | None = None       # the platform's compute resources (set before start)
 
     # -- to implement
     def start(self) -> None:
@@ -118,6 +120,9 @@ class UserModel:
 
     def on_end(self, index: int, t: float) -> None:
         """A replayed job ended at t (completed, killed or rejected)."""
+
+    def finish(self) -> None:
+        """The simulation ended (SIMULATION_ENDS)."""
 
     # -- helpers
     def release(self, t: float, index: int) -> None:
@@ -192,8 +197,10 @@ class UserModelScheduler(BatsimScheduler):
             raise UserModelError(unknown_message(sorted(model_opts)[0], "the user-model layer", LAYER_SPECS))
         opts = validate(LAYER_SPECS, layer, "the user-model layer", UserModelError)
         if model is None:
-            for key, what in (("trace", "the recorded workload to replay"), ("users", "rigid, feedback, a0, a60")):
-                if opts[key] is None:
+            generates = opts["users"] is not None and model_class(opts["users"]).GENERATES
+            for key, what in (("trace", "the recorded workload to replay"),
+                              ("users", "rigid, feedback, a0, a60, site-phase1, site-phase2")):
+                if opts[key] is None and not (key == "trace" and generates):
                     raise UserModelError(f"the user-model layer needs option '{key}' ({what})")
             validate(model_class(opts["users"]).OPTIONS, model_opts, f"user model '{opts['users']}'",
                      UserModelError, LAYER_SPECS, "the user-model layer")     # before loading the trace
@@ -203,7 +210,8 @@ class UserModelScheduler(BatsimScheduler):
             inner = make_scheduler(opts["scheduler"], opts["scheduler_options"] or {})
         self.inner = inner
         if model is None:
-            model = make_model(opts["users"], load_trace(opts["trace"]), model_opts)
+            trace = Trace("(none)", 0, []) if opts["trace"] is None else load_trace(opts["trace"])
+            model = make_model(opts["users"], trace, model_opts)
         self.model = model
         self.workload_name = opts["workload_name"]
         self.speed_factor = opts["speed_factor"]
@@ -327,10 +335,12 @@ class UserModelScheduler(BatsimScheduler):
         self.ack = bool(bs.ack_of_dynamic_jobs)
         self.profile_reuse = bool(bs.batconf.get("profile-reuse-enabled", False))
         self.inner.onSimulationBegins()
+        self.model.nb_resources = int(getattr(bs, "nb_compute_resources", None) or bs.nb_resources)
         self.model.start()
 
     def onSimulationEnds(self) -> None:
         self.inner.onSimulationEnds()
+        self.model.finish()
         if not self.model.exhausted:
             log.warning("simulation ended with %d trace jobs never submitted",
                         len(self.model.trace.jobs) - self.model.nb_submitted)

@@ -7,7 +7,8 @@ from batfeed.schedulers.options import Option
 LAYER_SPECS: dict[str, Option] = {o.name: o for o in (
     Option("scheduler", "string", "fcfs", "the wrapped scheduler (a name as for --scheduler)"),
     Option("scheduler_options", "object", {}, "the wrapped scheduler's options", nullable=True),
-    Option("users", "string", None, "user model: rigid, feedback, a0 (think-time), a60 (required)"),
+    Option("users", "string", None, "user model: rigid, feedback, a0 (think-time), a60, site-phase1, "
+           "site-phase2 (required)"),
     Option("trace", "path", None, "recorded workload (JSON, .json.gz or SWF) the model replays (required)"),
     Option("workload_name", "string", "replay", "Batsim workload of the registered jobs (_jobs.csv's "
            "workload_name)", forbid="!,\"\n\r"),
