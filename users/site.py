@@ -52,6 +52,7 @@ from typing import Any, ClassVar
 import numpy as np
 from batfeed.schedulers.options import Option
 from batfeed.users.base import UserModel, UserModelError
+from batfeed.users.site_fit import load_model, sample
 from batfeed.users.trace import Trace, TraceJob
 
 DAY = 86400
@@ -110,7 +111,6 @@ class SitePhase1(UserModel):
     OPTIONS: ClassVar[dict[str, Option]] = PHASE1_OPTIONS
 
     def __init__(self, trace: Trace | None = None, options: dict[str, Any] | None = None):
-        from batfeed.users.site_fit import load_model
 
         trace = trace if trace is not None else Trace("(generated)", 0, [])
         if trace.jobs:
@@ -140,8 +140,6 @@ class SitePhase1(UserModel):
         return self.a / (self.b * max(0.0, r_min) + 1.0)
 
     def _draw(self, u: _User, key: str) -> float:
-        from batfeed.users.site_fit import sample
-
         return sample(self.model[key], u.rng)
 
     def _secs(self, u: _User, key: str) -> int:
@@ -177,8 +175,6 @@ class SitePhase1(UserModel):
     def _shape(self, u: _User) -> tuple[int, int]:
         """(size, run time) of the user's next job: locality of sampling (size_repeat equal jobs)."""
         if u.repeat_left <= 0:
-            from batfeed.users.site_fit import sample
-
             size = int(sample(self.model["size"], u.rng))
             while size > self.machine or size < 1:
                 size = int(sample(self.model["size"], u.rng))
