@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from batfeed.schedulers.easy import Easy
 from batfeed.schedulers.jobqueue import WaitQueue
 from batfeed.schedulers.options import Option, specs
@@ -57,7 +58,12 @@ def creasy_policy(alpha: float) -> Policy:
         d = 0.05 * (wait + e.p / 60.0) + 1.0
         return -(alpha * 0.04 / (d * d) + wait)
 
-    return Policy(f"CREASY({alpha:g})", key, True)
+    def vkey(r: np.ndarray, p: np.ndarray, now: float) -> np.ndarray:   # the same operations, element-wise
+        wait = (now - r) / 60.0
+        d = 0.05 * (wait + p / 60.0) + 1.0
+        return -(alpha * 0.04 / (d * d) + wait)
+
+    return Policy(f"CREASY({alpha:g})", key, True, vkey)
 
 
 class Creasy(Easy):

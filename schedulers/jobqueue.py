@@ -19,6 +19,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import numpy as np
 from batfeed.schedulers.policies import Policy, get_policy
 
 INF = float("inf")
@@ -235,7 +236,28 @@ def _orders(policy: str | Policy, backfill_policy: str | Policy | None) -> tuple
 
 
 def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], now: float) -> None:
-    """Key ``entries`` with ``pol`` at ``now`` (stored in ``entry.<attr>``) and make them ``index``'s content."""
+    """Key ``entries`` with ``pol`` at ``now`` (stored in ``entry.<attr>``) and make them ``index``'s content.
+
+    A policy with a vectorised key (``Policy.vkey``, e.g. CREASY's) is evaluated on numpy arrays and
+    sorted with ``lexsort`` on (key, seq): the same keys and order as the per-entry path."""
+    if pol.vkey is not None:
+        ents = list(entries)
+        if len(ents) > 32:
+            r = np.fromiter((e.r for e in ents), float, len(ents))
+            p = np.fromiter((e.p for e in ents), float, len(ents))
+            seq = np.fromiter((e.seq for e in ents), np.int64, len(ents))
+            keys = pol.vkey(r, p, now)
+            order = np.lexsort((seq, keys)).tolist()
+            kl, sl = keys.tolist(), seq.tolist()
+            items = []
+            for i in order:
+                k = (kl[i], sl[i])
+                e = ents[i]
+                setattr(e, attr, k)
+                items.append((k, e))
+            index.rebuild(items)
+            return
+        entries = ents
     items = []
     for e in entries:
         k = (pol.key(e, now), e.seq)

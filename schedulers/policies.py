@@ -23,6 +23,9 @@ class Policy(NamedTuple):
     name: str
     key: Callable[[Any, float], Any]
     dynamic: bool
+    # optional vectorised form of a dynamic float key: (submit times r, requested times p, now) -> keys,
+    # numpy arrays, bitwise equal to ``key`` entry by entry (the queue re-keys with it in one pass)
+    vkey: Callable[[Any, Any, float], Any] | None = None
 
 
 def _exp(e: Any, now: float) -> float:
