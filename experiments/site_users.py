@@ -17,7 +17,9 @@ the thesis's workpool, so every run uses ``runtime_scale`` (``--runtime-scale``,
 users under EASY load 128 processors about as the thesis's 50 users do (38 % vs 35 %); the other points are
 not fitted.  E1/E2 keep the model's run times (``--e12-runtime-scale`` 1): 10 sessions of the scaled model
 would leave the machine idle.  Each run is a ``batfeed simulate`` (a manifest beside its ``_jobs.csv``) in
-OUT/<group>/<run>, skipped when already done.  Figures: OUT/figures/e7.png.
+OUT/<group>/<run>, skipped when already done.  E7 runs twice: with the users' p_cont fitted from the logs
+(group e7, ``--seeds``) and with the thesis's (group e7t, ``--thesis-seeds``), the curve CREASY's criticality
+assumes.  Figures: OUT/figures/e7.png, e7t.png.
 """
 
 from __future__ import annotations
@@ -79,12 +81,13 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def site(name: str, group: str, out: Path, platform: Path, scheduler: str, options: dict[str, Any], phase: int,
-         users: int, seed: int, scale: float, tags: dict[str, Any]) -> dict[str, Any]:
+         users: int, seed: int, scale: float, tags: dict[str, Any], extra: dict[str, Any] | None = None
+         ) -> dict[str, Any]:
     d = out / group / name
     return {"name": name, "group": group, "dir": str(d), "platform": str(platform), "scheduler": scheduler,
             "options": options, "users": f"site-phase{phase}", "seed": seed, "tags": tags,
             "user_options": {"nb_users": users, "seed": seed, "duration_s": 182 * DAY, "runtime_scale": scale,
-                             "swf": str(d / "submitted.swf")}}
+                             "swf": str(d / "submitted.swf"), **(extra or {})}}
 
 
 def run_all(tasks: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
@@ -100,9 +103,12 @@ def run_all(tasks: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
     return [run_one(t) for t in tasks]
 
 
-def e7(out: Path, platform: Path, seeds: int, scale: float) -> list[dict[str, Any]]:
-    return [site(f"a{a}-u{n}-s{s}", "e7", out, platform, "creasy", {"alpha": a}, 2, n, s, scale,
-                 {"alpha": a, "users": n, "seed": s})
+def e7(out: Path, platform: Path, seeds: int, scale: float, thesis_p_cont: bool = False) -> list[dict[str, Any]]:
+    """E7 runs; ``thesis_p_cont``: the users continue with the thesis's p_cont (Eq. 5.1, the curve CREASY's
+    criticality is derived from) instead of the behaviour model's fitted one (group e7t instead of e7)."""
+    group, extra = ("e7t", {"p_cont_a": 0.8, "p_cont_b": 0.05}) if thesis_p_cont else ("e7", None)
+    return [site(f"a{a}-u{n}-s{s}", group, out, platform, "creasy", {"alpha": a}, 2, n, s, scale,
+                 {"alpha": a, "users": n, "seed": s}, extra)
             for a in ALPHAS for n in USERS for s in range(1, seeds + 1)]
 
 
@@ -183,7 +189,7 @@ def print_e12(rows: pd.DataFrame) -> None:
                   f" slowdown {err['slowdown']:.0f} %   (thesis {thesis[0]} / {thesis[1]} / {thesis[2]} %)")
 
 
-def plot_e7(rows: pd.DataFrame, path: Path) -> Path:
+def plot_e7(rows: pd.DataFrame, path: Path, what: str) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -206,7 +212,7 @@ def plot_e7(rows: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
-    fig.suptitle("E7: site-level users on 128 processors, 6 months (bands: ± 1 sd over seeds)")
+    fig.suptitle(f"E7: Phase-2 users on 128 processors, 6 months; {what} (bands: ± 1 sd over seeds)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -219,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=REPO / "runs" / "site_users")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
+    p.add_argument("--thesis-seeds", type=int, default=2,
+                   help="seeds per point of E7 with the thesis's p_cont for the users (default 2)")
     p.add_argument("--runtime-scale", type=float, default=0.1, help="run times x this (default 0.1, docstring)")
     p.add_argument("--e12-runtime-scale", type=float, default=1.0,
                    help="run times x this in E1/E2 (default 1: 10 sessions need the full model to load 128 processors)")
@@ -233,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     if not platform.is_file():
         write_homogeneous_platform(platform, 128)
     groups = {"e7": e7(args.out, platform, args.seeds, args.runtime_scale),
+              "e7t": e7(args.out, platform, args.thesis_seeds, args.runtime_scale, thesis_p_cont=True),
               "e12": e12_site(args.out, platform, args.seeds, args.e12_runtime_scale),
               "los": los_site(args.out, platform, args.seeds, args.runtime_scale)}
     if args.summary_only:
@@ -247,10 +256,13 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = {g: run_all(ts, args.workers) for g, ts in groups.items()}
         rows["e12"] += run_all(e12_open(args.out, platform, args.seeds), args.workers)
-    if rows["e7"]:
-        e7rows = pd.DataFrame(rows["e7"])
-        print_e7(e7rows)
-        print(f"wrote {plot_e7(e7rows, args.out / 'figures' / 'e7.png')}")
+    for g, what in (("e7", "users' p_cont fitted by fit-users (a = 0.78, b = 0.018)"),
+                    ("e7t", "users' p_cont = the thesis's Eq. 5.1 (a = 0.8, b = 0.05)")):
+        if rows[g]:
+            e7rows = pd.DataFrame(rows[g])
+            print(f"\n==== {g}: {what}")
+            print_e7(e7rows)
+            print(f"wrote {plot_e7(e7rows, args.out / 'figures' / f'{g}.png', what)}")
     if rows["e12"]:
         print_e12(pd.DataFrame(rows["e12"]))
     if rows["los"]:

@@ -36,3 +36,25 @@ def test_resample_users_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert main(["resample", "users", str(tmp_path / "none.json"), "--seed", "1", "--load", "-1",
                  "-o", str(tmp_path / "x.json")]) == 1
     assert "--load must be >= 0" in capsys.readouterr().err
+
+
+def test_resample_users_with_rare_behaviours(tmp_path: Path, capsys) -> None:
+    """``--rb-npw``: the detected flurry (user 99's 1,500-job burst, test_campaign_rb.py) leaves the pools and
+    comes back whole, its jobs marked ``resampled_rb``; without windows ``--rb-npw`` is a one-line error."""
+    from test_campaign_rb import _workload
+
+    src = tmp_path / "w.json"
+    src.write_text(json.dumps(_workload()))
+    out = tmp_path / "rb.json"
+    assert main(["resample", "users", str(src), "--weeks", "30", "--seed", "1", "--rb-npw", "0.3", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "flurry: user 99, 1503 jobs" in text and "rare behaviours: 1 windows, 1503 jobs" in text
+    data = json.loads(out.read_text())
+    rb = [j for j in data["jobs"] if j.get("resampled_rb")]
+    assert rb and len(rb) % 1503 == 0 and {j["resampled_user"] for j in rb} == {99}
+    assert data["batfeed_resample"]["rb_arrivals"] == len(rb) // 1503
+    conv = convert_swf(KTH, tmp_path / "kth")
+    assert main(["resample", "users", str(conv.workload_path), "--weeks", "4", "--seed", "1", "--rb-npw", "0.1",
+                 "-o", str(tmp_path / "x.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs rare-behaviour windows" in err[0]
