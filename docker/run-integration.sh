@@ -9,7 +9,10 @@
 # docker/docker-compose.yml (+ the variant's override file), which is the one command line of all modes:
 #
 #   --docker    (default) `docker compose up` of the Batsim container and the batfeed scheduler
-#               container (image built from docker/Dockerfile); needs a Docker engine and Compose >= 2.27
+#               container (image built from docker/Dockerfile); needs a Docker engine and Docker
+#               Compose: v2 >= 2.27 (`up --abort-on-container-failure`), else Compose v1
+#               (`docker-compose`, e.g. Debian bookworm's 1.29), where this script watches the
+#               containers and stops the other one when one fails
 #   --local     a `batsim` binary on PATH, same arguments (/data -> the work directory), beside
 #               `batfeed schedule` from .venv
 #   --embedded  batfeed's embedded engine playing Batsim over ZeroMQ (`batfeed simulate --transport zmq`)
@@ -24,9 +27,14 @@
 #   --port N        scheduler port for --local/--embedded (default: a free port)
 #   --timeout S     wall-clock limit per process for --local/--embedded (default 600)
 #   --keep          --docker: keep the containers and network (default: `docker compose down`)
+#   --no-build      --docker: use the images as they are (no `up --build`; docker/ci.sh builds first);
+#                   without it, `up --build` needs the wheelhouse (made by docker/wheelhouse.sh if missing)
+#   --batsim-embedded  --docker: the `batsim` service runs batfeed's embedded engine in a batfeed container
+#                   (docker/compose.embedded.yml, added last) instead of $BATSIM_IMAGE
 # Environment: PYTHON (Python for the helper scripts, default .venv/bin/python, else python3; --local and
 # --embedded read the compose files with PyYAML, which it must have), BATFEED (batfeed CLI, default
-# .venv/bin/batfeed), BATSIM_IMAGE, BATFEED_IMAGE (see docker/docker-compose.yml).
+# .venv/bin/batfeed), BATSIM_IMAGE, BATFEED_IMAGE, BATFEED_BASE_IMAGE (see docker/docker-compose.yml),
+# COMPOSE (--docker: "docker compose" or "docker-compose" instead of the automatic choice).
 #
 # Exit status: 0 simulation ran and outputs are right; 1 simulation or check failed; 2 usage error or
 # missing prerequisite (no Docker engine, no batsim on PATH …).
@@ -43,6 +51,8 @@ workdir=""
 port=""
 timeout_s=600
 keep=0
+build=1
+embedded_batsim=0
 scenario_arg=""
 
 usage() { # [STATUS]: the header comment; exit STATUS (default 2, usage error)
@@ -65,6 +75,8 @@ while [ $# -gt 0 ]; do
         --port) [ $# -ge 2 ] || usage; port=$2; shift ;;
         --timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift ;;
         --keep) keep=1 ;;
+        --no-build) build=0 ;;
+        --batsim-embedded) embedded_batsim=1 ;;
         -h|--help) usage 0 ;;
         -*) echo "run-integration.sh: unknown option $1" >&2; usage ;;
         *) [ -z "$scenario_arg" ] || usage; scenario_arg=$1 ;;
@@ -96,7 +108,28 @@ case "$mode" in
     docker)
         command -v docker > /dev/null || die 2 "--docker: no docker command on PATH"
         docker info > /dev/null 2>&1 || die 2 "--docker: the Docker engine is not reachable (docker info failed)"
-        docker compose version > /dev/null 2>&1 || die 2 "--docker: Docker Compose v2 ('docker compose') is missing"
+        if [ -n "${COMPOSE:-}" ]; then
+            read -r -a compose <<< "$COMPOSE"
+        elif docker compose version > /dev/null 2>&1; then
+            compose=(docker compose)
+        elif command -v docker-compose > /dev/null; then
+            compose=(docker-compose)
+        else
+            die 2 "--docker: no Docker Compose ('docker compose' v2 or 'docker-compose' v1)"
+        fi
+        # --abort-on-container-failure: Compose v2 >= 2.27; otherwise this script watches the containers
+        abort_flag=0
+        if [ "${compose[*]}" = "docker compose" ]; then
+            v2=$(docker compose version 2> /dev/null | grep -oE '[0-9]+\.[0-9]+\.[0-9]+' | head -n 1 || true)
+            IFS=. read -r major minor _ <<< "$v2"
+            if [ "${major:-0}" -gt 2 ] 2> /dev/null || { [ "${major:-0}" -eq 2 ] && [ "${minor:-0}" -ge 27 ]; } 2> /dev/null
+            then
+                abort_flag=1
+            fi
+        fi
+        if [ "$build" = 1 ] && [ ! -f "$HERE/.build/wheelhouse/requirements.txt" ]; then
+            "$HERE/wheelhouse.sh" || die 2 "--docker: docker/wheelhouse.sh failed (the image build needs its wheels)"
+        fi
         ;;
     local|embedded)
         BATFEED=${BATFEED:-$REPO/.venv/bin/batfeed}
@@ -172,9 +205,10 @@ case "$mode" in
     docker)
         out=$(tool compose-files "$scenario")
         mapfile -t files <<< "$out"
-        compose=(docker compose)
+        if [ "$embedded_batsim" = 1 ]; then files+=("$HERE/compose.embedded.yml"); fi
         for f in "${files[@]}"; do compose+=(-f "$f"); done
-        compose+=(-p "batfeed-it-$(echo "$name" | tr -c 'a-z0-9\n' '-')")
+        project="batfeed-it-$(echo "$name" | tr -c 'a-z0-9\n' '-')"
+        compose+=(-p "$project")
         BATFEED_DATA=$workdir
         BATFEED_SCHEDULER=$(tool scheduler "$scenario" /data)
         BATFEED_OPTIONS=$options
@@ -183,9 +217,35 @@ case "$mode" in
         export BATFEED_DATA BATFEED_SCHEDULER BATFEED_OPTIONS BATFEED_UID BATFEED_GID
         cleanup() { [ "$keep" = 1 ] || "${compose[@]}" down --remove-orphans > /dev/null 2>&1 || true; }
         trap cleanup EXIT
-        echo "   ${compose[*]} up --build --abort-on-container-failure"
+        up=(up)
+        if [ "$build" = 1 ]; then up+=(--build); fi
+        if [ "$abort_flag" = 1 ]; then up+=(--abort-on-container-failure); fi
+        up+=(--no-color)
+        echo "   ${compose[*]} ${up[*]}"
         up_status=0
-        "${compose[@]}" up --build --abort-on-container-failure --no-color || up_status=$?
+        if [ "$abort_flag" = 1 ]; then
+            "${compose[@]}" "${up[@]}" || up_status=$?
+        else
+            # No --abort-on-container-failure (Compose v1's --abort-on-container-exit would also stop
+            # Batsim when the scheduler exits first, after its SIMULATION_ENDS reply, possibly before
+            # Batsim's outputs are written): `up` returns once both containers have exited; when one
+            # fails, the other is stopped here (after removing what an interrupted earlier run left).
+            "${compose[@]}" down --remove-orphans > /dev/null 2>&1 || true
+            "${compose[@]}" "${up[@]}" &
+            up_pid=$!
+            while kill -0 "$up_pid" 2> /dev/null; do
+                for cid in $(docker ps -a -q --filter "label=com.docker.compose.project=$project" \
+                                 --filter status=exited 2> /dev/null); do
+                    if [ "$(docker inspect -f '{{.State.ExitCode}}' "$cid" 2> /dev/null)" != 0 ]; then
+                        echo "   a container failed: stopping the others"
+                        "${compose[@]}" kill > /dev/null 2>&1 || true
+                        break 2
+                    fi
+                done
+                sleep 1
+            done
+            wait "$up_pid" || up_status=$?
+        fi
         failed=0
         for service in batsim scheduler; do
             cid=$("${compose[@]}" ps -a -q "$service" | head -n 1)
@@ -194,7 +254,7 @@ case "$mode" in
             [ "$code" = 0 ] || failed=1
         done
         if [ "$up_status" -ne 0 ] || [ "$failed" -ne 0 ]; then
-            die 1 "$name: docker compose up exited with $up_status"
+            die 1 "$name: a container failed or compose up failed (${compose[*]} up exited with $up_status)"
         fi
         ;;
 esac

@@ -34,6 +34,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 DOCKER = REPO / "docker"
 sys.path.insert(0, str(DOCKER))
+import batsim_embedded  # noqa: E402
 import compose_config  # noqa: E402
 import scenario_tool  # noqa: E402
 from compose_config import ComposeError, MissingVariable, interpolate, load, merge  # noqa: E402
@@ -45,13 +46,14 @@ COMPOSE = DOCKER / "docker-compose.yml"
 OVERRIDES = {"events": DOCKER / "compose.events.yml", "dynamic": DOCKER / "compose.dynamic.yml"}
 VARIANT_FLAGS = {"events": ["--events", "/data/events.txt"], "dynamic": ["--enable-dynamic-jobs"]}
 SCRIPT = DOCKER / "run-integration.sh"
+EMBEDDED = DOCKER / "compose.embedded.yml"
+CI_SCRIPT = DOCKER / "ci.sh"
 FAKE_DOCKER_BIN = Path(__file__).resolve().parent / "data" / "docker" / "bin"
 SCENARIOS = sorted(p.parent.name for p in (DOCKER / "scenarios").glob("*/scenario.json"))
 BATFEED = str(Path(sys.executable).parent / "batfeed")
 BASH = shutil.which("bash") or "/bin/bash"
 README_MARKER = "<!-- batsim-command -->"
 PINNED_BATSIM = re.compile(r"\$\{BATSIM_IMAGE:-oarteam/batsim:(\d+)\.(\d+)\.(\d+)\}")
-MIN_COMPOSE = (2, 27, 0)  # --abort-on-container-failure
 
 
 def base_model() -> dict:
@@ -214,10 +216,13 @@ def test_reader_agrees_with_docker_compose_config():
     if reason:
         pytest.skip(f"needs Docker Compose: {reason}")
     env = dict(os.environ, BATFEED_DATA="/tmp")
-    for files in ([COMPOSE], [COMPOSE, OVERRIDES["events"]], [COMPOSE, OVERRIDES["dynamic"]]):
-        argv = ["docker", "compose", *(a for f in files for a in ("-f", str(f))), "config", "--format", "json"]
+    v2 = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=30).returncode == 0
+    for files in ([COMPOSE], [COMPOSE, OVERRIDES["events"]], [COMPOSE, OVERRIDES["dynamic"]], [COMPOSE, EMBEDDED]):
+        options = [a for f in files for a in ("-f", str(f))]
+        argv = (["docker", "compose", *options, "config", "--format", "json"] if v2
+                else ["docker-compose", *options, "config"])  # Compose v1: YAML
         out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=60, check=True).stdout
-        reference = json.loads(out)["services"]["batsim"]["command"]
+        reference = (json.loads(out) if v2 else compose_config.loads(out))["services"]["batsim"]["command"]
         assert compose_config.service_command(files, "batsim", env) == reference, files
 
 
@@ -359,17 +364,24 @@ def dockerignore_included(rel: str, patterns: list[str]) -> bool:
     return included
 
 
-def test_dockerfile_installs_like_the_readme():
+def test_dockerfile_installs_the_lock_offline():
     ins = dockerfile_instructions()
     words = [w for w, _ in ins]
     args = dict(a.split("=", 1) for w, a in ins if w == "ARG" and "=" in a)
     assert re.fullmatch(r"python:3\.1[1-9]-slim(-\w+)?", args["PYTHON_IMAGE"]), "slim Python >= 3.11 base"
-    assert ("FROM", "${PYTHON_IMAGE}") in ins
-    bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
-    assert f"UV_VERSION={args['UV_VERSION']}\n" in bootstrap, "same uv as scripts/bootstrap.sh"
+    assert ("FROM", "${PYTHON_IMAGE} AS base") in ins
+    # the wheels of docker/wheelhouse.sh (uv.lock exported with hashes), installed with no network,
+    # in a stage of their own (they never reach the final image)
     runs = " ".join(a for w, a in ins if w == "RUN")
-    assert '"uv==${UV_VERSION}"' in runs
-    assert runs.count("uv sync --frozen --no-dev") == 2  # dependencies layer, then the project (editable)
+    assert ("COPY", "docker/.build/wheelhouse/ /wheels/") in ins
+    assert runs.count("--no-index --find-links /wheels") == 2  # dependencies layer, then the project
+    assert "--require-hashes -r /wheels/requirements.txt" in runs and "-e ." in runs
+    assert ("COPY", "--from=install /app /app") in ins
+    froms = [a for w, a in ins if w == "FROM"]
+    assert froms[-1] == "base" and words.index("COPY") > words.index("FROM")
+    wheelhouse = (DOCKER / "wheelhouse.sh").read_text()
+    assert "export --frozen --no-dev --no-emit-project" in wheelhouse
+    assert "pip download" in wheelhouse and "--require-hashes" in wheelhouse
     # non-root user, batfeed as the entry point
     user = [a for w, a in ins if w == "USER"]
     assert user == ["batfeed"] and "useradd --uid 1000" in runs
@@ -381,21 +393,28 @@ def test_dockerfile_installs_like_the_readme():
     assert set(setuptools["package-dir"].values()) | {"pyproject.toml", "uv.lock", "README.md", "data"} <= copied
 
 
+GENERATED = "docker/.build/"  # docker/wheelhouse.sh output, not in the repository
+
+
 def test_everything_referenced_exists_and_enters_the_build_context():
     patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
                 if line.strip() and not line.startswith("#")]
     # files the Dockerfile copies: present, and not excluded by .dockerignore
     for word, rest in dockerfile_instructions():
-        if word != "COPY":
+        if word != "COPY" or rest.startswith("--from="):
             continue
         for src in (s for s in rest.split()[:-1] if not s.startswith("--")):
+            if src.startswith(GENERATED):
+                assert dockerignore_included(src + "requirements.txt", patterns), src
+                continue
             path = REPO / src
             assert path.exists(), f"Dockerfile copies {src}, which does not exist"
             files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
             kept = [f for f in files if dockerignore_included(f.relative_to(REPO).as_posix(), patterns)]
             assert kept, f".dockerignore excludes everything of {src}"
             assert all("__pycache__" not in f.parts for f in kept)
-    for local in (".venv", ".tools", "runs/x.csv", ".git/HEAD", "tests/test_docker.py", "batfeed.egg-info/PKG-INFO"):
+    for local in (".venv", ".tools", "runs/x.csv", ".git/HEAD", "tests/test_docker.py", "batfeed.egg-info/PKG-INFO",
+                  "docker/ci.sh", "docker/scenarios/fcfs_small/workload.json"):
         assert not dockerignore_included(local, patterns), local
     # compose: the build context and Dockerfile, the override files
     build = base_model()["services"]["scheduler"]["build"]
@@ -407,16 +426,19 @@ def test_everything_referenced_exists_and_enters_the_build_context():
         scenario = scenario_tool.Scenario(DOCKER / "scenarios" / name)
         assert scenario.input("platform").is_file() and scenario.input("workload").is_file()
     assert os.access(SCRIPT, os.X_OK) and os.access(FAKE_DOCKER_BIN / "docker", os.X_OK)
+    assert all(os.access(DOCKER / f, os.X_OK) for f in ("ci.sh", "wheelhouse.sh"))
+    assert GENERATED.rstrip("/") in (REPO / ".gitignore").read_text(), "the wheelhouse is not committed"
 
 
-def test_run_integration_script_is_strict_bash():
-    text = SCRIPT.read_text()
+@pytest.mark.parametrize("script", [SCRIPT, DOCKER / "ci.sh", DOCKER / "wheelhouse.sh"], ids=lambda p: p.name)
+def test_scripts_are_strict_bash(script):
+    text = script.read_text()
     assert text.startswith("#!/usr/bin/env bash\n") and "\nset -euo pipefail\n" in text
-    subprocess.run([BASH, "-n", str(SCRIPT)], check=True)
+    subprocess.run([BASH, "-n", str(script)], check=True)
     shellcheck = shutil.which("shellcheck")
     if shellcheck is None:
         pytest.skip("shellcheck not installed: bash -n only")
-    result = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    result = subprocess.run([shellcheck, str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -611,9 +633,20 @@ def docker_engine_problem() -> str | None:
         return "docker did not answer within 30 s"
     m = re.match(r"v?(\d+)\.(\d+)\.(\d+)", version.stdout.strip())
     if version.returncode != 0 or not m:
-        return "Docker Compose v2 ('docker compose') is missing"
-    if tuple(map(int, m.groups())) < MIN_COMPOSE:
-        return f"Docker Compose {version.stdout.strip()} < 2.27 (no --abort-on-container-failure)"
+        if shutil.which("docker-compose") is None:
+            return "no Docker Compose ('docker compose' v2 or 'docker-compose' v1)"
+    return None
+
+
+def docker_image_problem() -> str | None:
+    """The docker tests run the images docker/ci.sh builds (they do not build: no network there)."""
+    image = os.environ.get("BATFEED_IMAGE", "batfeed:local")
+    if subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=60).returncode != 0:
+        return f"no {image} image (docker/ci.sh builds it)"
+    batsim = os.environ.get("BATSIM_IMAGE")
+    if batsim and subprocess.run(["docker", "image", "inspect", batsim], capture_output=True,
+                                 timeout=60).returncode != 0:
+        return f"no {batsim} image (BATSIM_IMAGE; docker pull it first)"
     return None
 
 
@@ -635,10 +668,12 @@ def batsim_problem() -> str | None:
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_docker_scenario(tmp_path, name):
     """Batsim container + batfeed container (image built from docker/Dockerfile) under compose."""
-    reason = docker_engine_problem()
+    reason = docker_engine_problem() or docker_image_problem()
     if reason:
         pytest.skip(f"needs a Docker engine: {reason}")
-    result = run_script("--docker", "--workdir", str(tmp_path / name), name, timeout=3600)
+    # BATSIM_IMAGE: a real Batsim container; otherwise batfeed's embedded engine in its own container
+    embedded = [] if os.environ.get("BATSIM_IMAGE") else ["--batsim-embedded"]
+    result = run_script("--docker", "--no-build", *embedded, "--workdir", str(tmp_path / name), name, timeout=3600)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     assert f"ok {name}: " in result.stdout
 
@@ -653,3 +688,59 @@ def test_local_batsim_scenario(tmp_path, name):
     result = run_script("--local", "--workdir", str(tmp_path / name), name, timeout=1800)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"ok {name}: " in result.stdout
+
+
+# ========================================== the embedded-engine batsim service and docker/ci.sh
+def test_embedded_variant_only_changes_the_batsim_image_and_entry_point():
+    """compose.embedded.yml keeps Batsim's command line, volume, user, network: scenarios run unchanged."""
+    assert load(EMBEDDED) == {"services": {"batsim": {
+        "image": "${BATFEED_IMAGE:-batfeed:local}",
+        "entrypoint": ["/app/.venv/bin/python", "/app/docker/batsim_embedded.py"]}}}
+    for files in ([COMPOSE], [COMPOSE, OVERRIDES["events"]], [COMPOSE, OVERRIDES["dynamic"]]):
+        env = {"BATFEED_DATA": "/host/exp"}
+        plain = compose_config.config(files, env)["services"]
+        embedded = compose_config.config([*files, EMBEDDED], env)["services"]
+        assert embedded["scheduler"] == plain["scheduler"]
+        assert {k: v for k, v in embedded["batsim"].items() if k not in ("image", "entrypoint")} == \
+            {k: v for k, v in plain["batsim"].items() if k != "image"}
+        assert embedded["batsim"]["image"] == plain["scheduler"]["image"] == "batfeed:local"
+
+
+@pytest.mark.parametrize("variant", ["base", *OVERRIDES])
+def test_batsim_embedded_entry_point_runs_the_zmq_engine(variant):
+    command = batsim_command(*([OVERRIDES[variant]] if variant in OVERRIDES else []))
+    argv = batsim_embedded.simulate_argv(command)
+    assert argv[:4] == ["batfeed", "simulate", "/data/platform.xml", "/data/workload.json"]
+    assert argv[-5:] == ["--transport", "zmq", "--socket", "tcp://scheduler:28000", "--no-progress"]
+    assert argv[argv.index("--export") + 1] == "/data/out/batsim"
+    assert argv[1:-5] == scenario_tool.translate_to_simulate(
+        [a for i, a in enumerate(command) if "-s" not in command[max(i - 1, 0):i + 1]], "/data")
+    if variant == "events":
+        assert argv[argv.index("--events") + 1] == "/data/events.txt"
+    if variant == "dynamic":
+        assert "--enable-dynamic-jobs" in argv
+    result = subprocess.run([sys.executable, str(DOCKER / "batsim_embedded.py"), "-p", "/data/p.xml", "--bogus"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "--bogus" in result.stderr
+
+
+def bare_path(tmp_path: Path) -> str:
+    """A PATH with basic tools but no docker, dockerd, apt-get."""
+    bare = tmp_path / "bin"
+    bare.mkdir(exist_ok=True)
+    for tool in ("bash", "dirname", "date", "id", "mkdir", "cat", "seq", "sleep", "timeout", "grep", "tail", "cut"):
+        found = shutil.which(tool)
+        if found:
+            (bare / tool).symlink_to(found)
+    return str(bare)
+
+
+@pytest.mark.parametrize("how", ["BATFEED_DOCKER=off", "no docker on PATH"])
+def test_ci_script_skips_in_one_line_without_an_engine(tmp_path, how):
+    """No engine to be had: one line saying why, exit 0 (never installs or starts anything here)."""
+    env = dict(os.environ, BATFEED_DOCKER="off") if how.startswith("BATFEED") else \
+        dict(os.environ, PATH=bare_path(tmp_path), BATFEED_DOCKER="")
+    result = subprocess.run([BASH, str(CI_SCRIPT)], capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = (result.stdout + result.stderr).strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("docker/ci.sh: Docker stage skipped: "), lines

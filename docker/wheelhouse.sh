@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Downloads, on the host, everything docker/Dockerfile installs, so that the build needs no network:
+#
+#   docker/wheelhouse.sh            -> docker/.build/wheelhouse/ (not committed; see .gitignore)
+#
+# requirements.txt is `uv export --frozen --no-dev` of uv.lock (exact versions and their hashes, the
+# pybatsim pyzmq override already applied); `pip download --no-deps --require-hashes` fetches them, plus
+# the project's build backend (setuptools, wheel: pinned below) for the editable install.  The build
+# runs `pip install --no-index --find-links /wheels`.  pip downloads for the host's Python, so the
+# host's python3 must have the image's minor version (3.11 for both base images of docker/ci.sh).
+# Idempotent: files already there are kept (a few seconds when nothing changed).
+# Environment: PYTHON (Python with pip, default python3), UV (default .tools/bin/uv, from scripts/bootstrap.sh).
+set -euo pipefail
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+PY=${PYTHON:-python3}
+UV=${UV:-$REPO/.tools/bin/uv}
+BUILD_BACKEND=(setuptools==80.9.0 wheel==0.45.1)  # pyproject.toml: setuptools>=69, wheel
+OUT=docker/.build/wheelhouse
+
+[ -x "$UV" ] || scripts/bootstrap.sh > /dev/null
+mkdir -p "$OUT"
+"$UV" export --frozen --no-dev --no-emit-project --format requirements-txt --quiet -o "$OUT/requirements.txt.new"
+# keep the file (and the build cache) unchanged when the lock did not change: drop uv's header comment
+grep -v '^#' "$OUT/requirements.txt.new" > "$OUT/requirements.txt.tmp" && rm "$OUT/requirements.txt.new"
+if cmp -s "$OUT/requirements.txt.tmp" "$OUT/requirements.txt"; then
+    rm "$OUT/requirements.txt.tmp"
+else
+    mv "$OUT/requirements.txt.tmp" "$OUT/requirements.txt"
+fi
+pip=("$PY" -m pip download --disable-pip-version-check --quiet --no-deps --dest "$OUT")
+"${pip[@]}" --require-hashes -r "$OUT/requirements.txt"
+"${pip[@]}" "${BUILD_BACKEND[@]}"
+echo "wheelhouse: $OUT ($(find "$OUT" -type f | wc -l) files, $(du -sh "$OUT" | cut -f1))"
