@@ -58,6 +58,7 @@ def _real(tmp: Path, platform: Path, workloads: list[Path], scheduler: str, opti
     ("fcfs", {}), ("easy", {}), ("easy", {"policy": "SQF", "backfill_policy": "LPF"}),
     ("easy", {"reservation": "machines", "theta": None}), ("conservative", {}), ("maui", {"interval": 60}),
     ("tuned_easy", {"period": 3600}),     # what-ifs in the scheduler process; profiles from SIMULATION_BEGINS
+    ("creasy", {"alpha": 6000}), ("los", {}),
 ], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
 def test_schedulers_under_real_batsim_equal_the_direct_driver(tmp_path, kth, scheduler, options):
     real = _real(tmp_path, kth.platform_path, [kth.workload_path], scheduler, options)
@@ -73,6 +74,23 @@ def test_a_user_model_under_real_batsim_equals_the_direct_driver(tmp_path, kth):
     real = _real(tmp_path, kth.platform_path, [], "batfeed.users:UserModelScheduler", layer,
                  ("--enable-dynamic-jobs",))
     run_simulation(kth.platform_path, [kth.workload_path], scheduler="easy", users="a60", export=tmp_path / "engine")
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
+
+
+def test_site_level_users_under_real_batsim_equal_the_direct_driver(tmp_path):
+    """Shmueli's Phase-2 users generate their jobs in the scheduler process: real Batsim with
+    --enable-dynamic-jobs and no workload gives the embedded engine's schedule byte for byte."""
+    from batfeed.platforms.generate import write_homogeneous_platform
+
+    platform = write_homogeneous_platform(tmp_path / "p128.xml", 128)
+    model = {"nb_users": 8, "duration_s": 3 * 86400, "seed": 2, "runtime_scale": 0.1}
+    layer = {"scheduler": "creasy", "users": "site-phase2", **model}
+    real = _real(tmp_path, platform, [], "batfeed.users:UserModelScheduler", layer, ("--enable-dynamic-jobs",))
+    run_simulation(platform, [], scheduler="creasy", users="site-phase2", user_options=model,
+                   export=tmp_path / "engine")
+    jobs = (tmp_path / "engine_jobs.csv").read_text()
+    assert jobs.count("\n") > 20
     for suffix in ("_jobs.csv", "_machine_states.csv"):
         assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
 
