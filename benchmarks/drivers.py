@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/drivers.py --traces kth --batsim /path/to/batsim   # + real Batsim
 
 For KTH-SP2 (data/swf), SDSC-BLUE and CEA-Curie (../shared/data/swf, or ``--data DIR``; skipped when
-absent) and the schedulers FCFS, EASY-FCFS, EASY-SQF, conservative and Maui, each simulation runs in
+absent) and the schedulers FCFS, EASY-FCFS, EASY-SQF, conservative, Maui, CREASY and LOS, each runs in
 a fresh process (so its peak RSS is its own) through the direct driver and through pybatsim's
 ``Batsim`` class, and prints:
 
@@ -51,6 +51,8 @@ SCHEDULERS = {
     "easy-sqf": ("easy", {"policy": "SQF"}),
     "conservative": ("conservative", {}),
     "maui": ("maui", {}),
+    "creasy": ("creasy", {"alpha": 6000}),
+    "los": ("los", {}),
 }
 TARGETS = {("kth", "easy", "direct"): ("sim", 0.5), ("curie", "easy", "direct"): ("sim", 15.0),
            ("curie", "easy", "direct", "rss"): ("rss", 1.5e9)}
