@@ -12,6 +12,8 @@ item 5) on batfeed's closed-loop user models (users/site.py) and schedulers (sch
    Error = |open-loop − site-level| / site-level, beside the thesis's.
 3. **LOS** vs EASY vs conservative under 100 Phase-2 users (the trace runs are campaigns/los.toml).
 
+campaigns/site_e7.toml is E7 as a campaign (a generated trace; the same schedules).
+
 Run times: the default behaviour model (``batfeed fit-users`` on KTH-SP2 and SDSC-BLUE) is far heavier than
 the thesis's workpool, so every run uses ``runtime_scale`` (``--runtime-scale``, 0.1), chosen so that 50
 users under EASY load 128 processors about as the thesis's 50 users do (38 % vs 35 %); the other points are

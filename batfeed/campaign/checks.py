@@ -49,6 +49,17 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
     for i, entry in enumerate(c.entries(value, "traces")):
         where = at("traces", i)
         entry = {"path": entry} if isinstance(entry, str) else c.mapping(entry, where)
+        if "generate" in entry:     # no workload: the user model generates the jobs (site-level users)
+            if entry["generate"] is not True:
+                raise c.fail(at(where, "generate"), f"must be true, got {_show(entry['generate'])}")
+            c.keys(entry, ("name", "generate"), where, "key for a generated trace")
+            if weekly:
+                raise c.fail(at(where, "generate"), "validate runs replay a recorded trace")
+            name = entry.get("name", "generated")
+            if not isinstance(name, str) or not name or any(t.name == name for t in out):
+                raise c.fail(at(where, "name"), f"must be a non-empty string used once, got {_show(name)}")
+            out.append(TraceSpec(name=name, path=Path(), format="generate", convert={}))
+            continue
         if "path" not in entry:
             raise c.fail(where, "no 'path' (an SWF trace or a Batsim workload JSON)")
         path = _trace_path(c, entry["path"], at(where, "path"))

@@ -178,7 +178,8 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
         if ck not in convs:
             i = camp.traces.index(run.trace)
             try:
-                convs[ck] = convert_trace(run.trace, ck, inputs)
+                convs[ck] = Converted(None, None, None, 0) if run.trace.format == "generate" else \
+                    convert_trace(run.trace, ck, inputs)
             except (BatfeedError, ValueError) as err:
                 raise BatfeedError(f"{camp.source}: traces[{i}] ({run.trace.name}): {err}") from None
         j = camp.platforms.index(run.platform)
@@ -195,7 +196,7 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
             shaken = inputs / "shaken" / f"{ck}-{run.trace.shake:g}s-seed{seed}.json" \
                 if run.trace.shake > 0 else None
         tasks.append(RunTask(
-            key=run.key, root=str(root), workload=str(convs[ck].workload), platform=str(platform),
+            key=run.key, root=str(root), workload=str(convs[ck].workload or ""), platform=str(platform),
             scheduler=run.scheduler.target, options=dict(run.options), users=run.users,
             user_options=dict(run.user_options), events=[str(e) for e in run.platform.events], shake=run.trace.shake,
             resample_weeks=weeks, resample_method=run.trace.resample_method,

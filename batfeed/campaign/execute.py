@@ -114,7 +114,8 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
     elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
-    result = run_simulation(task.platform, [workload], scheduler=task.scheduler, options=dict(task.options),
+    result = run_simulation(task.platform, [workload] if workload else [], scheduler=task.scheduler,
+                            options=dict(task.options),
                             events=task.events, users=task.users, user_options=dict(task.user_options) or None,
                             export=tmp / PREFIX, **extra)
     metrics = flatten(compute_metrics(tmp / f"{PREFIX}_jobs.csv", tau=task.tau, window=task.window))

@@ -20,7 +20,17 @@ from pathlib import Path
 from typing import Any
 
 from batfeed.campaign.checks import combinations
-from batfeed.campaign.spec import Campaign, Checker, PlatformSpec, SchedulerSpec, TraceSpec, UsersSpec, at, close
+from batfeed.campaign.spec import (
+    Campaign,
+    CampaignError,
+    Checker,
+    PlatformSpec,
+    SchedulerSpec,
+    TraceSpec,
+    UsersSpec,
+    at,
+    close,
+)
 
 _SHA: dict[tuple[str, int, int], str] = {}
 
@@ -46,7 +56,9 @@ def digest(obj: Any, n: int = 16) -> str:
 
 
 def conversion_key(trace: TraceSpec) -> str:
-    """The cache key of a trace's conversion: its content and its conversion options."""
+    """The cache key of a trace's conversion: its content and its conversion options ("generate": none)."""
+    if trace.format == "generate":
+        return "generate"
     convert = dict(trace.convert)
     if "machines" in convert:           # a file: its content, not where it lies
         convert["machines"] = {"sha256": file_sha256(convert["machines"])}
@@ -120,6 +132,8 @@ def expand(camp: Campaign) -> list[Run]:
                                 row = _row(trace, plat, sched, written, users, uwritten, seed)
                                 if any(matches(row, ex) for ex in camp.exclude):
                                     continue
+                                if trace.format == "generate":
+                                    _check_generating(camp, trace, users.model)
                                 seeded = trace.shake > 0 or trace.resample_weeks > 0 or "seed" in (sched.specs or {}) \
                                     or "seed" in (users.specs or {})
                                 recipe = {
@@ -142,6 +156,16 @@ def expand(camp: Campaign) -> list[Run]:
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,
                                                 users.model, uopts, seed, recipe))
     return runs
+
+
+def _check_generating(camp: Campaign, trace: TraceSpec, model: str | None) -> None:
+    """A generated trace (no workload) needs a user model that generates the jobs."""
+    from batfeed.users.base import model_class
+
+    if model is None or not model_class(model).GENERATES:
+        raise CampaignError(f"{camp.source}: trace '{trace.name}' is generated (no workload): it needs a user "
+                           f"model that generates its jobs (site-phase1, site-phase2), not {model or 'none'} "
+                           "(exclude the other combinations)")
 
 
 def _sched_name(sched: SchedulerSpec) -> str:

@@ -29,7 +29,7 @@ from batfeed.errors import BatfeedError
 class Converted:
     """A converted trace: its workload, the platform sized by the conversion (None: unknown size)."""
 
-    workload: Path
+    workload: Path | None           # None: a generated trace (the user model makes the jobs)
     platform: Path | None
     nb_res: int | None
     kept: int
@@ -148,8 +148,8 @@ def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str)
         return Path(plat.value)
     if plat.kind == "trace":
         if conv.platform is None:
-            raise BatfeedError(f"{where}: the workload gives no nb_res, so it has no platform of its own: "
-                               "use nb_machines or xml")
+            raise BatfeedError(f"{where}: " + ("a generated trace" if conv.workload is None else "the workload gives "
+                               "no nb_res, so it") + " has no platform of its own: use nb_machines or xml")
         return conv.platform
     if plat.kind == "scale":
         if conv.nb_res is None:
