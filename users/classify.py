@@ -37,7 +37,7 @@ from batfeed.adapters.resample import WEEK, _user_key
 
 from batfeed.errors import BatfeedError, InputError
 
-__all__ = ["CLASSES", "Classification", "classify_users", "load_jobs"]
+__all__ = ["CLASSES", "Classification", "classify_users", "job_times_users", "load_jobs"]
 
 CLASSES = ("long_term", "temporary", "discarded")
 
@@ -56,6 +56,26 @@ def load_jobs(workload: dict[str, Any] | str | Path) -> tuple[list[dict[str, Any
     if not jobs:
         raise InputError("the workload has no job", source)
     return jobs, source
+
+
+def job_times_users(jobs: list[Any], source: str) -> tuple[np.ndarray, list[Any]]:
+    """Each job's ``subtime`` (checked finite) and ``user`` (None when missing; otherwise checked to be a
+    finite number or a string), with one-line errors naming the job; the resampling modules share it."""
+    n = len(jobs)
+    subtime, users = np.empty(n), [None] * n
+    for i, job in enumerate(jobs):
+        if not isinstance(job, dict):
+            raise InputError(f"job #{i} is not an object", source)
+        t = job.get("subtime")
+        if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
+            raise InputError(f"job {job.get('id', f'#{i}')}: subtime must be a finite number, got {t!r}", source)
+        user = job.get("user")
+        if user is not None and (not isinstance(user, int | float | str) or isinstance(user, bool)
+                                 or (isinstance(user, float) and not np.isfinite(user))):
+            raise InputError(f"job {job.get('id', f'#{i}')}: user must be a number or a string, got {user!r}",
+                             source)
+        subtime[i], users[i] = t, user
+    return subtime, users
 
 
 @dataclass
@@ -138,19 +158,7 @@ def classify_users(workload: dict[str, Any] | str | Path, *, long_term_weeks: fl
         raise BatfeedError(f"anonymous must be 'error' or 'user' (got {anonymous!r})")
     jobs, source = load_jobs(workload)
     n = len(jobs)
-    subtime, users = np.empty(n), [None] * n
-    for i, job in enumerate(jobs):
-        if not isinstance(job, dict):
-            raise InputError(f"job #{i} is not an object", source)
-        t = job.get("subtime")
-        if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
-            raise InputError(f"job {job.get('id', f'#{i}')}: subtime must be a finite number, got {t!r}", source)
-        user = job.get("user")
-        if user is not None and (not isinstance(user, int | float | str) or isinstance(user, bool)
-                                 or (isinstance(user, float) and not np.isfinite(user))):
-            raise InputError(f"job {job.get('id', f'#{i}')}: user must be a number or a string, got {user!r}",
-                             source)
-        subtime[i], users[i] = t, user
+    subtime, users = job_times_users(jobs, source)
     anonymous_jobs = users.count(None)
     if anonymous_jobs and anonymous == "error":
         raise InputError(f"{anonymous_jobs} job(s) have no 'user' (first: job "

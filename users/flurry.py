@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from batfeed.users.classify import load_jobs
+from batfeed.users.classify import job_times_users, load_jobs
 
-from batfeed.errors import BatfeedError, InputError
+from batfeed.errors import BatfeedError
 
 DAY = 86_400
 
@@ -58,19 +58,6 @@ class Flurry:
     end: float
     jobs: int
     share: float
-
-
-def _subtimes(jobs: list[Any], source: str) -> tuple[np.ndarray, list[Any]]:
-    n = len(jobs)
-    t, users = np.empty(n), [None] * n
-    for i, job in enumerate(jobs):
-        if not isinstance(job, dict):
-            raise InputError(f"job #{i} is not an object", source)
-        s = job.get("subtime")
-        if not isinstance(s, int | float) or isinstance(s, bool) or not np.isfinite(s):
-            raise InputError(f"job {job.get('id', f'#{i}')}: subtime must be a finite number, got {s!r}", source)
-        t[i], users[i] = s, job.get("user")
-    return t, users
 
 
 def detect_flurries(workload: dict[str, Any] | str | Path, *, window_days: float = 7, factor: float = 10,
@@ -89,7 +76,7 @@ def detect_flurries(workload: dict[str, Any] | str | Path, *, window_days: float
     if share > 1:
         raise BatfeedError(f"share must be <= 1 (got {share!r})")
     jobs, source = load_jobs(workload)
-    t, users = _subtimes(jobs, source)
+    t, users = job_times_users(jobs, source)
     t0 = float(t.min())
     day = ((t - t0) // DAY).astype(np.int64)
     per_day_all = np.bincount(day)
@@ -125,7 +112,7 @@ def split_rb(workload: dict[str, Any] | str | Path,
     Every job lands in exactly one list, in the original order (the RB pool of models.md §E).
     """
     jobs, source = load_jobs(workload)
-    t, users = _subtimes(jobs, source)
+    t, users = job_times_users(jobs, source)
     windows: dict[Any, list[tuple[float, float]]] = {}
     for f in flurries:
         windows.setdefault(f.user, []).append((f.begin, f.end))

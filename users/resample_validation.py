@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from batfeed.adapters.resample import WEEK, _user_key
-from batfeed.users.classify import load_jobs
+from batfeed.users.classify import job_times_users, load_jobs
 
 from batfeed.errors import BatfeedError, InputError
 
@@ -66,23 +66,16 @@ class _Log:
         except InputError as err:
             raise InputError(err.reason, source) from None
         profiles = data.get("profiles") if isinstance(data.get("profiles"), dict) else {}
-        n = len(jobs)
-        self.subtime, self.cpu, self.users = np.empty(n), np.empty(n), [None] * n
+        self.subtime, self.users = job_times_users(jobs, source)
+        self.cpu = np.empty(len(jobs))
         for i, job in enumerate(jobs):
-            if not isinstance(job, dict):
-                raise InputError(f"job #{i} is not an object", source)
-            jid, t, user = job.get("id", f"#{i}"), job.get("subtime"), job.get("user")
-            if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
-                raise InputError(f"job {jid}: subtime must be a finite number, got {t!r}", source)
-            if user is None:
-                raise InputError(f"job {jid}: no 'user' (per-user marginals need one per job)", source)
-            if not isinstance(user, int | float | str) or isinstance(user, bool):
-                raise InputError(f"job {jid}: user must be a number or a string, got {user!r}", source)
+            if self.users[i] is None:
+                raise InputError(f"job {job.get('id', f'#{i}')}: no 'user' (per-user marginals need one per job)",
+                                 source)
             profile = profiles.get(job.get("profile"))
             delay = profile.get("delay") if isinstance(profile, dict) else None
             res = job.get("res")
             ok = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (delay, res))
-            self.subtime[i], self.users[i] = t, user
             self.cpu[i] = delay * res if ok else np.nan
         info = data.get("batfeed_resample")
         self.origin = 0.0 if isinstance(info, dict) else float(self.subtime.min())
