@@ -31,22 +31,15 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
                                                         "'batfeed convert swf --filter tune'")
     w.add_argument("--weeks", type=int, default=104, metavar="W",
                    help="length of each resampled trace in weeks (default 104: the paper's 2 years)")
-    w.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
-    w.add_argument("--count", type=int, default=1, metavar="R",
-                   help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
-    w.add_argument("-o", "--output", required=True, metavar="OUT.json",
-                   help="workload file to write (directory created if needed; gzip if it ends with .gz)")
+    _seeded_outputs(w)
     w.set_defaults(func=cmd_resample)
     text = ("Zakay & Feitelson's user-based resampling: long-term users (span > 12 weeks) with restarts and "
             "temporary users arriving weekly, whole-week shifts, load factor f (users/zf_resample.py)")
     u = methods.add_parser("users", help=text, description=text)
     u.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz) with a 'user' per job")
     u.add_argument("--weeks", type=int, default=104, metavar="W", help="length of each trace in weeks (default 104)")
-    u.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
     u.add_argument("--load", type=float, default=1.0, metavar="F",
                    help="load factor f: scales the user populations and the arrival rate (default 1)")
-    u.add_argument("--count", type=int, default=1, metavar="R",
-                   help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
     u.add_argument("--rb-npw", type=float, default=0.0, metavar="X",
                    help="rare-behaviour arrivals per week (default 0): flurries found by the calibrated detector "
                         "(users/flurry.py) leave the regular pools and come back as whole units, X per week on "
@@ -54,8 +47,7 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     u.add_argument("--flurries", action="store_true",
                    help="split the detected flurries off even with --rb-npw 0 (removed from the pools)")
     u.add_argument("--classes", metavar="FILE.json", help="also write the user classification (counts per class)")
-    u.add_argument("-o", "--output", required=True, metavar="OUT.json",
-                   help="workload file to write (directory created if needed; gzip if it ends with .gz)")
+    _seeded_outputs(u)
     u.set_defaults(func=cmd_resample_users)
     text = ("validate resamples against their original (Zakay & Feitelson): per-user marginals and weekly arrival "
             "profile (KS / total variation), stack-depth locality and Hurst exponent (mean ± sd)")
@@ -67,6 +59,15 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     v.add_argument("--json", metavar="OUT.json", help="also write both tables as JSON")
     v.set_defaults(func=cmd_resample_validate)
     return s
+
+
+def _seeded_outputs(p: argparse.ArgumentParser) -> None:
+    """``--seed``, ``--count`` and ``-o``: what both methods share (checked by :func:`checked_outputs`)."""
+    p.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
+    p.add_argument("--count", type=int, default=1, metavar="R",
+                   help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT.json",
+                   help="workload file to write (directory created if needed; gzip if it ends with .gz)")
 
 
 def cmd_resample_validate(args: argparse.Namespace) -> int:
