@@ -31,6 +31,7 @@ import json
 import re
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,8 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
         res[f"response_min_{label}"] = float(jobs.loc[sel, "turnaround_time"].mean() / 60)
     swf = out / "submitted.swf"
     if swf.is_file():
-        head = swf.read_text().split("\n", 8)[:8]
+        with swf.open() as f:
+            head = list(islice(f, 8))
         hit = next((re.search(r"jobs_per_session=([\d.]+)", h) for h in head if "jobs_per_session" in h), None)
         res["jobs_per_session"] = float(hit.group(1)) if hit else float("nan")
     done.write_text(json.dumps(res, indent=1, default=float))
@@ -120,8 +122,9 @@ def e12_site(out: Path, platform: Path, seeds: int, scale: float) -> list[dict[s
             for sched in ("easy", "fcfs") for s in range(1, seeds + 1)]
 
 
-def e12_open(out: Path, platform: Path, seeds: int) -> list[dict[str, Any]]:
-    """The open-loop replays of the site-level runs' submitted traces (converted from their SWF)."""
+def e12_open(out: Path, platform: Path, seeds: int, existing_only: bool = False) -> list[dict[str, Any]]:
+    """The open-loop replays of the site-level runs' submitted traces (converted from their SWF);
+    ``existing_only``: only those whose site-level run is there (``--summary-only``)."""
     from batfeed.adapters.swf import convert_swf
 
     tasks = []
@@ -129,6 +132,8 @@ def e12_open(out: Path, platform: Path, seeds: int) -> list[dict[str, Any]]:
         for s in range(1, seeds + 1):
             swf = out / "e12" / f"{src}-s{s}" / "submitted.swf"
             conv = out / "e12" / f"{src}-s{s}" / "converted"
+            if existing_only and not swf.is_file():
+                continue
             if not (conv / "submitted.json").is_file():
                 convert_swf(swf, conv, nb_res=128)
             tasks.append({"name": f"{src}-trace-on-{sched}-s{s}", "group": "e12", "platform": str(platform),
@@ -249,12 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary_only:
         rows = {g: [json.loads((Path(t["dir"]) / "result.json").read_text()) for t in ts
                     if (Path(t["dir"]) / "result.json").is_file()] for g, ts in groups.items()}
-        try:
-            rows["e12"] += [json.loads((Path(t["dir"]) / "result.json").read_text())
-                            for t in e12_open(args.out, platform, args.seeds)
-                            if (Path(t["dir"]) / "result.json").is_file()]
-        except Exception:  # noqa: BLE001 - the site-level runs are not there yet
-            pass
+        rows["e12"] += [json.loads((Path(t["dir"]) / "result.json").read_text())
+                        for t in e12_open(args.out, platform, args.seeds, existing_only=True)
+                        if (Path(t["dir"]) / "result.json").is_file()]
     else:
         rows = {g: run_all(ts, args.workers) for g, ts in groups.items()}
         rows["e12"] += run_all(e12_open(args.out, platform, args.seeds), args.workers)
