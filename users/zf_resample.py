@@ -69,8 +69,8 @@ from typing import Any, Literal
 
 import numpy as np
 from batfeed.adapters.resample import WEEK
-from batfeed.users.classify import Classification, classify_users
-from batfeed.users.flurry import Flurry, detect_flurries, split_rb
+from batfeed.users.classify import Classification, classify_users, job_times_users
+from batfeed.users.flurry import Flurry, detect_flurries
 
 from batfeed.errors import BatfeedError, InputError
 
@@ -141,27 +141,30 @@ def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Lit
     jobs = data["jobs"]
     if not jobs:
         raise InputError("no jobs to resample", source)
+    times, users = job_times_users(jobs, source)
     flurries = detect_flurries(data) if rb == "detect" else list(rb or [])
     is_rb = np.zeros(len(jobs), bool)
+    rb_idx = []                 # each window's jobs: its user's, begin <= subtime < end
+    for f in flurries:
+        hit = np.fromiter((u == f.user for u in users), bool, len(jobs)) & (times >= f.begin) & (times < f.end)
+        rb_idx.append(np.flatnonzero(hit & ~is_rb))
+        is_rb |= hit
     if flurries:
-        regular, _ = split_rb(data, flurries)
-        kept = {id(j) for j in regular}
-        is_rb = np.fromiter((id(j) not in kept for j in jobs), bool, len(jobs))
         if is_rb.all():
             raise InputError("every job is in a rare-behaviour window: no regular users left", source)
+        regular = [j for j, r in zip(jobs, is_rb.tolist(), strict=True) if not r]
         cls = classify_users({"jobs": regular, "profiles": data["profiles"]}, anonymous=anonymous)
     else:
         cls = classify_users(data, anonymous=anonymous)
-    t0 = float(min(j["subtime"] for j in jobs))
-    t1 = float(max(j["subtime"] for j in jobs))
-    subtime = np.array([j["subtime"] for j in jobs], dtype=float) - t0
+    t0, t1 = float(times.min()), float(times.max())
+    subtime = times - t0
     lweek = (subtime // WEEK).astype(np.int64)
     by_user: dict[Any, list[int]] = {}
-    for i, job in enumerate(jobs):
-        if not is_rb[i]:
-            by_user.setdefault(job.get("user"), []).append(i)
+    for i, (user, r) in enumerate(zip(users, is_rb.tolist(), strict=True)):
+        if not r:
+            by_user.setdefault(user, []).append(i)
 
-    def unit(key: Any, idx: list[int]) -> _User:  # weeks active on the whole log's grid (RB jobs included)
+    def unit(key: Any, idx: list[int] | np.ndarray) -> _User:  # weeks active on the whole log's grid (RB jobs included)
         ix = np.asarray(idx, dtype=np.int64)
         ix = ix[np.argsort(subtime[ix], kind="stable")]
         w0 = int(lweek[ix[0]])
@@ -171,12 +174,7 @@ def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Lit
     def pool(name: str) -> list[_User]:
         return [unit(k, by_user[k]) for k in cls.users_of(name)]
 
-    rb_units = []
-    for f in flurries:
-        idx = [i for i in np.flatnonzero(is_rb).tolist()
-               if jobs[i].get("user") == f.user and f.begin <= jobs[i]["subtime"] < f.end]
-        if idx:
-            rb_units.append(unit((f.user, f.begin, f.end), idx))
+    rb_units = [unit((f.user, f.begin, f.end), idx) for f, idx in zip(flurries, rb_idx, strict=True) if len(idx)]
     return Pools(data, source, subtime, lweek, t0, t1, int(lweek.max()) + 1, max(1, math.ceil((t1 - t0) / WEEK)),
                  pool("long_term"), pool("temporary"), rb_units, cls, flurries)
 
