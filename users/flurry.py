@@ -113,12 +113,20 @@ def split_rb(workload: dict[str, Any] | str | Path,
     """
     jobs, source = load_jobs(workload)
     t, users = job_times_users(jobs, source)
-    windows: dict[Any, list[tuple[float, float]]] = {}
+    is_rb = np.zeros(len(jobs), bool)
+    for hit in window_jobs(t, users, flurries):
+        is_rb[hit] = True
+    regular = [j for j, r in zip(jobs, is_rb.tolist(), strict=True) if not r]
+    return regular, [j for j, r in zip(jobs, is_rb.tolist(), strict=True) if r]
+
+
+def window_jobs(times: np.ndarray, users: list[Any], flurries: list[Flurry]) -> list[np.ndarray]:
+    """Per flurry, the indices of its jobs (its user's, ``begin <= subtime < end``) not already in an earlier
+    window: the RB units of :func:`batfeed.users.zf_resample.build_pools` and :func:`split_rb`."""
+    taken = np.zeros(len(times), bool)
+    out = []
     for f in flurries:
-        windows.setdefault(f.user, []).append((f.begin, f.end))
-    regular: list[dict[str, Any]] = []
-    rb: list[dict[str, Any]] = []
-    for job, s, u in zip(jobs, t.tolist(), users, strict=True):
-        hit = u is not None and any(b <= s < e for b, e in windows.get(u, ()))
-        (rb if hit else regular).append(job)
-    return regular, rb
+        hit = np.fromiter((u == f.user for u in users), bool, len(times)) & (times >= f.begin) & (times < f.end)
+        out.append(np.flatnonzero(hit & ~taken))
+        taken |= hit
+    return out

@@ -70,7 +70,7 @@ from typing import Any, Literal
 import numpy as np
 from batfeed.adapters.resample import WEEK
 from batfeed.users.classify import Classification, classify_users, job_times_users
-from batfeed.users.flurry import Flurry, detect_flurries
+from batfeed.users.flurry import Flurry, detect_flurries, window_jobs
 
 from batfeed.errors import BatfeedError, InputError
 
@@ -143,12 +143,10 @@ def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Lit
         raise InputError("no jobs to resample", source)
     times, users = job_times_users(jobs, source)
     flurries = detect_flurries(data) if rb == "detect" else list(rb or [])
+    rb_idx = window_jobs(times, users, flurries)
     is_rb = np.zeros(len(jobs), bool)
-    rb_idx = []                 # each window's jobs: its user's, begin <= subtime < end
-    for f in flurries:
-        hit = np.fromiter((u == f.user for u in users), bool, len(jobs)) & (times >= f.begin) & (times < f.end)
-        rb_idx.append(np.flatnonzero(hit & ~is_rb))
-        is_rb |= hit
+    for idx in rb_idx:
+        is_rb[idx] = True
     if flurries:
         if is_rb.all():
             raise InputError("every job is in a rare-behaviour window: no regular users left", source)
