@@ -22,6 +22,7 @@ from batfeed.adapters.common import (
     _fallback_spec,
     fmt_number,
     is_int_text,
+    overrun_seconds,
 )
 from batfeed.adapters.kept import DelayProfiles, JobProfiles, KeptJobs
 from batfeed.adapters.report import Tally
@@ -215,6 +216,9 @@ class Cleaner:
         if self.kind in ("max", "queue") and longest is None:
             raise ValueError(f"walltime_fallback {opts.walltime_fallback!r} needs request_maxima() of the trace")
         self.longest = longest or {}
+        self.overrun = None if opts.overrun is None else overrun_seconds(opts.overrun)
+        if self.overrun is not None:
+            self.tally.overrun = {"seconds": self.overrun, "completed_past_request": 0, "killed_at_limit": 0}
         self.statuses = None if opts.statuses is None else {str(x).lower() for x in opts.statuses}
         self.users = None if opts.users is None else {str(u) for u in opts.users}
         self.windowed = opts.window != (None, None)
@@ -281,12 +285,22 @@ class Cleaner:
             self._min_submit = it.submit
         self.nb_kept += 1
         self._last_submit = it.submit
+        if self.overrun is not None and settled[1] > 0:
+            self._count_overrun(settled[0] / opts.speed, settled[1] / opts.speed, self.overrun)
         if opts.profiles == "runtime":
             delay = settled[0] / opts.speed
             pname = f"d{fmt_number(delay)}"
             if pname not in self._delays:
                 self._delays[pname] = float(delay)
         return True
+
+    def _count_overrun(self, delay: float, request: float, seconds: float) -> None:
+        """Count a kept job that reaches its request (Batsim kills a job whose delay >= walltime):
+        it now completes if it ends before the extended limit request + ``seconds``."""
+        if delay >= request:
+            over = self.tally.overrun
+            assert over is not None
+            over["completed_past_request" if delay < request + seconds else "killed_at_limit"] += 1
 
     def _keep_id(self, jid: Any) -> None:
         """Record a kept id; ids are renumbered unless all kept ids are distinct integers (or digits)."""
@@ -405,6 +419,9 @@ class Cleaner:
         pname = f"p{jid}" if opts.profiles == "job" else f"d{fmt_number(delay)}"
         entry: dict[str, Any] = {"id": jid, "subtime": subtime, "res": res,
                                  "walltime": walltime if walltime > 0 else -1, "profile": pname}
+        if self.overrun is not None and walltime > 0:  # Maui's JOBMAXOVERRUN: Batsim kills at request + overrun
+            entry["walltime"] = walltime + self.overrun
+            entry["requested_walltime"] = walltime
         if job.id != jid:  # a text id, or renumbered
             entry["original_id"] = str(job.id)
         entry.update(job.meta)

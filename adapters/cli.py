@@ -37,8 +37,8 @@ def _window(text: str | None) -> tuple[Any, Any]:
 
 def _options(args: argparse.Namespace, window: tuple[Any, Any]) -> dict[str, Any]:
     opts: dict[str, Any] = {"require_kept": True}
-    for key in ("unit", "procs_per_node", "walltime_fallback", "over_request", "zero_runtime", "max_jobs", "speed",
-                "size_scale", "profiles"):
+    for key in ("unit", "procs_per_node", "walltime_fallback", "over_request", "overrun", "zero_runtime", "max_jobs",
+                "speed", "size_scale", "profiles"):
         if (value := getattr(args, key)) is not None:
             opts[key] = value
     if args.status:

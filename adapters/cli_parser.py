@@ -29,7 +29,8 @@ INPUTS = {"swf": ("TRACE", "SWF trace(s): plain, .gz or .xz"),
           "to-swf": ("JOBS_CSV", "Batsim PREFIX_jobs.csv file(s)"),
           "to-maui": ("WORKLOAD", "Batsim workload JSON or SWF trace(s)")}
 SWF_FILTERS = ("tune",)  # names of batfeed.adapters.filters.FILTERS (not imported here: it imports swf)
-_CLEANING = {"unit", "procs_per_node", "nb_res", "walltime_fallback", "over_request", "zero_runtime", "status",
+_CLEANING = {"unit", "procs_per_node", "nb_res", "walltime_fallback", "over_request", "overrun", "zero_runtime",
+             "status",
              "user", "window", "max_jobs", "speed", "size_scale", "profiles"}
 ALLOWED: dict[str, set[str]] = {
     "swf": _CLEANING | {"size_from", "extended", "machines", "filter"},
@@ -62,7 +63,12 @@ OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any], dict[str, str]]] = [
      {}),
     (_CLEAN, ("--over-request",), {"choices": ["keep", "cap", "drop", "raise"],
                                    "help": "a job whose run time reaches its request: keep (default; Batsim kills "
-                                           "it at its walltime), cap the run time, drop it, raise the request"}, {}),
+                                           "it at its walltime, i.e. request + --overrun), cap the run time, drop it, "
+                                           "raise the request"}, {}),
+    (_CLEAN, ("--overrun",), {"metavar": "SECONDS",
+                              "help": "Maui's JOBMAXOVERRUN (Maui's default 600): keep each request in "
+                                      "requested_walltime (for --scheduler maui) and give Batsim walltime = request "
+                                      "+ SECONDS (>= 0, simulated seconds), so jobs may overrun their request"}, {}),
     (_CLEAN, ("--zero-runtime",), {"choices": ["one_second", "drop"],
                                    "help": "a job with run time 0: run it 1 s (one_second, default) or drop it"}, {}),
     (_CLEAN, ("--status",), {"action": "append", "metavar": "S[,S...]",

@@ -152,8 +152,11 @@ class ConvertOptions:
     request: "none" (-1), "runtime", "<k>x" (k × run time), "max" (largest request of the trace),
     "queue" (largest of the job's queue) or a number of seconds.  ``over_request`` when run ≥
     request: "keep" (Batsim stops the job at its walltime), "cap" (run time = request), "drop",
-    "raise" (request = run + 1 s).  Filters: ``statuses``, ``users``, ``window`` (trace submit
-    times, start inclusive; each bound seconds or a ``datetime``, see :meth:`resolve_window`),
+    "raise" (request = run + 1 s).  ``overrun`` (seconds >= 0, None = off; Maui's JOBMAXOVERRUN): a
+    job's final request w > 0 is kept in ``requested_walltime`` and its Batsim ``walltime`` becomes
+    w + overrun (simulated seconds, after ``speed``), so the job may run past its request.
+    Filters: ``statuses``, ``users``, ``window`` (trace submit times, start inclusive; each bound
+    seconds or a ``datetime``, see :meth:`resolve_window`),
     ``max_jobs`` (first N kept).  ``speed`` divides run times and requests; ``size_scale``
     multiplies job and platform sizes (rounded up).  ``require_kept``: keeping no job is an error
     (:class:`~batfeed.adapters.empty.EmptyConversion`, raised before any output is written); not
@@ -164,6 +167,7 @@ class ConvertOptions:
     procs_per_node: int | None = None
     walltime_fallback: str = "none"
     over_request: str = "keep"
+    overrun: float | None = None
     zero_runtime: str = "one_second"
     statuses: Collection[str] | None = None
     users: Collection[str] | None = None
@@ -195,6 +199,8 @@ class ConvertOptions:
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {value!r}")
         _fallback_spec(self.walltime_fallback)
+        if self.overrun is not None:
+            self.overrun = overrun_seconds(self.overrun)
         for name, value in (("speed", self.speed), ("size_scale", self.size_scale)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number, not {value!r}")
@@ -210,6 +216,21 @@ class ConvertOptions:
             if key in out:
                 out[key] = sorted(map(str, out[key]))
         return out
+
+
+def overrun_seconds(value: Any) -> float:
+    """``overrun`` as seconds (a finite number >= 0, or its text); ValueError otherwise."""
+    seconds = math.nan
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        try:
+            seconds = float(value.strip())
+        except ValueError:
+            pass
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"overrun must be a number of seconds >= 0, not {value!r}")
+    return seconds
 
 
 def _fallback_spec(spec: str) -> tuple[str, float]:

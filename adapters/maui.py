@@ -231,7 +231,7 @@ def export_maui(source: str | Path, out_dir: str | Path, *, epoch: float | None 
         end = max(round(base + sub + wait + delay), start + 1)
         if submit != base + sub or end - start != delay:
             tally.modify("time_rounded_to_seconds")
-        wall = job.get("walltime", -1)
+        wall = job.get("requested_walltime", job.get("walltime", -1))  # the request, before any --overrun
         if not isinstance(wall, (int, float)) or wall <= 0:
             wall = math.ceil(delay)
             tally.modify("missing_walltime_set_to_runtime")

@@ -32,6 +32,8 @@ class Tally:
     # not in the report, for the error of a conversion that keeps nothing (batfeed.adapters.empty):
     first_error: dict[str, str] = field(default_factory=dict)  # reason -> first message given to drop()
     submit_span: tuple[float, float] | None = None             # trace submit times seen (with a window)
+    # with --overrun: {"seconds": S, "completed_past_request": N, "killed_at_limit": M} (kept jobs)
+    overrun: dict[str, float] | None = None
 
     def drop(self, reason: str, line: int | None, job: Any = None, path: str | None = None,
              message: str | None = None) -> None:
@@ -62,6 +64,8 @@ class Tally:
         rep: dict[str, Any] = {"input": inputs, "read": read, "kept": kept,
                                "dropped": dict(self.dropped), "modified": dict(self.modified),
                                "warnings": dict(self.warnings)}
+        if self.overrun is not None:
+            rep["overrun"] = dict(self.overrun)
         rep.update(extra)
         rep["first_dropped"] = self.first_dropped
         return rep
@@ -90,6 +94,13 @@ def format_report(report: dict[str, Any]) -> str:
         width = max(len("reason"), *(len(r) for _, r, _ in rows))
         lines.append(f"{'category':<9} {'reason':<{width}} {'count':>7}")
         lines += [f"{cat:<9} {reason:<{width}} {count:>7}" for cat, reason, count in rows]
+    if (over := report.get("overrun")) is not None:
+        seconds = over["seconds"]
+        line = (f"overrun: {over['completed_past_request']} jobs run past their request "
+                f"(limit extended by {int(seconds) if float(seconds).is_integer() else seconds} s)")
+        if over.get("killed_at_limit"):
+            line += f"; {over['killed_at_limit']} still reach the extended limit and are killed"
+        lines.append(line)
     for reason, examples in sorted(report.get("first_dropped", {}).items()):
         lines.append(f"first {reason}: {', '.join(examples)}")
     return "\n".join(lines)

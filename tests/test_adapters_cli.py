@@ -94,3 +94,72 @@ def test_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "platform or nb_nodes" in _one_line_error(capsys.readouterr().err)
     assert main(["convert", "maui", str(TINY), str(TINY), "-o", str(tmp_path)]) == 1
     assert "one workload trace" in _one_line_error(capsys.readouterr().err)
+
+
+# jobs: run time, requested time (-1: none).  1 ends before its request, 2 reaches it (Batsim kills a job whose
+# run time equals its walltime), 3 passes it by 100 s and 4 by 700 s (> 600: still killed), 5 has no request.
+OVERRUN_SWF = """; MaxProcs: 8
+1  0 0  50 2 -1 -1 2  100 -1 1 1 1 -1 1 -1 -1 -1
+2 10 0 100 2 -1 -1 2  100 -1 1 1 1 -1 1 -1 -1 -1
+3 20 0 300 2 -1 -1 2  200 -1 1 1 1 -1 1 -1 -1 -1
+4 30 0 900 2 -1 -1 2  200 -1 1 1 1 -1 1 -1 -1 -1
+5 40 0  30 2 -1 -1 2   -1 -1 1 1 1 -1 1 -1 -1 -1
+"""
+
+
+def test_overrun_extends_walltime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    swf = tmp_path / "over.swf"
+    swf.write_text(OVERRUN_SWF)
+    assert main(["convert", "swf", str(swf), "-o", str(tmp_path / "out"), "--overrun", "600"]) == 0
+    jobs = {j["id"]: j for j in json.loads((tmp_path / "out" / "over.json").read_text())["jobs"]}
+    for jid, request in ((1, 100), (2, 100), (3, 200), (4, 200)):
+        assert jobs[jid]["requested_walltime"] == request and jobs[jid]["walltime"] == request + 600
+    assert jobs[5]["walltime"] == -1 and "requested_walltime" not in jobs[5]
+    # after the walltime fallback: the fallback's request is the one extended
+    assert main(["convert", "swf", str(swf), "-o", str(tmp_path / "fb"), "--overrun", "0",
+                 "--walltime-fallback", "2x"]) == 0
+    job5 = next(j for j in json.loads((tmp_path / "fb" / "over.json").read_text())["jobs"] if j["id"] == 5)
+    assert job5["walltime"] == job5["requested_walltime"] == 60
+    # the simulator accepts the extra field (embedded engine, Batsim's workload checks)
+    assert main(["platform", "8", "-o", str(tmp_path / "p.xml")]) == 0
+    assert main(["simulate", str(tmp_path / "p.xml"), str(tmp_path / "out" / "over.json"), "--scheduler", "fcfs",
+                 "--export", str(tmp_path / "run")]) == 0
+
+
+def test_overrun_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    swf = tmp_path / "over.swf"
+    swf.write_text(OVERRUN_SWF)
+    assert main(["convert", "swf", str(swf), "-o", str(tmp_path), "--overrun", "600"]) == 0
+    out = capsys.readouterr().out
+    assert "overrun: 2 jobs run past their request (limit extended by 600 s); 1 still reach the extended limit " \
+           "and are killed" in out
+    rep = json.loads((tmp_path / "over_report.json").read_text())
+    assert rep["overrun"] == {"seconds": 600, "completed_past_request": 2, "killed_at_limit": 1}
+    assert rep["options"]["overrun"] == 600 and rep["warnings"]["runtime_reaches_request"] == 3
+    assert main(["convert", "swf", str(swf), "-o", str(tmp_path / "plain")]) == 0
+    assert "overrun:" not in capsys.readouterr().out
+    assert "overrun" not in json.loads((tmp_path / "plain" / "over_report.json").read_text())
+
+
+@pytest.mark.parametrize("value", ["-5", "soon", "nan", "inf"])
+def test_overrun_bad_value(tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    assert main(["convert", "swf", str(TINY), "-o", str(tmp_path), f"--overrun={value}"]) == 1
+    assert "overrun must be a number of seconds >= 0" in _one_line_error(capsys.readouterr().err)
+    assert not (tmp_path / "tiny.json").exists()
+
+
+def test_overrun_other_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["convert", "sacct", str(ADAPTERS / "sacct_sample.txt"), "-o", str(tmp_path / "s"),
+                 "--overrun", "60"]) == 0
+    assert main(["convert", "pbs", str(ADAPTERS / "torque_20200110"), "-o", str(tmp_path / "p"),
+                 "--overrun", "60"]) == 0
+    assert main(["convert", "maui", str(ADAPTERS / "maui_workload.txt"), "-o", str(tmp_path / "m"),
+                 "--overrun", "60"]) == 0
+    assert "overrun: " in capsys.readouterr().out
+    for wl in (tmp_path / "s").glob("*.json"), (tmp_path / "p").glob("*.json"), (tmp_path / "m").glob("*.json"):
+        jobs = [j for f in wl if not f.name.endswith("_report.json") for j in json.loads(f.read_text())["jobs"]]
+        assert jobs and all(j["walltime"] == j["requested_walltime"] + 60 for j in jobs if "requested_walltime" in j)
+        assert any("requested_walltime" in j for j in jobs)
+    assert main(["convert", "downtimes", str(ADAPTERS / "maintenance.csv"), "-o", str(tmp_path), "--nb-nodes", "4",
+                 "--overrun", "60"]) == 1
+    assert "option --overrun does not apply to format 'downtimes'" in _one_line_error(capsys.readouterr().err)
