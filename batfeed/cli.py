@@ -172,6 +172,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     writable_dir(args.out, "-o/--output")
     results = validate(args.trace, args.out, config=args.config, interval=args.interval, poll=args.poll,
+                       mechanics=args.mechanics,
                        weeks=args.weeks, machines=args.machines, platform=args.platform, events=args.events,
                        maintenance=args.maintenance, on_machine_down=args.on_machine_down, plots=not args.no_plots)
     scored = [r for r in results if r.jobs]
@@ -366,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--interval", type=float, metavar="SECONDS",
                    help="scheduling step (Maui's RMPOLLINTERVAL); 0 or absent: event-driven")
     s.add_argument("--poll", action="store_true", help="with --interval: iterate at every step while jobs wait")
+    s.add_argument("--mechanics", choices=["nodes", "counts"], default="nodes",
+                   help="Maui's node reservations and window backfill (nodes, default) or batfeed's earlier "
+                        "count-based model (counts)")
     s.add_argument("--weeks", metavar="LIST", help="target weeks, e.g. 1-5,29 (default: all from week 1)")
     s.add_argument("--machines", metavar="FILE", help="Alea .machines file (platform size)")
     s.add_argument("--platform", metavar="XML", help="platform (default: homogeneous, the trace's size)")

@@ -199,6 +199,7 @@ def _write_events(path: Path, events: list[dict[str, Any]]) -> Path:
 # ---------------------------------------------------------------------------------------- run
 def validate(trace: str | Path, out: str | Path, *, config: str | None = None, interval: float | None = None,
              poll: bool = False, weeks: str | None = None, machines: str | None = None,
+             mechanics: str = "nodes",
              platform: str | None = None, events: str | None = None, maintenance: str | None = None,
              on_machine_down: str = "ignore", plots: bool = True,
              log: Callable[[str], None] = print) -> list[WeekResult]:
@@ -225,6 +226,8 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
         options["interval"] = interval
     if poll:
         options["poll"] = True
+    if mechanics != "nodes":
+        options["mechanics"] = mechanics
     nb_res = int(data.get("nb_res") or 0)
     wdir = out / "weeks"
     wdir.mkdir(exist_ok=True)

@@ -57,7 +57,7 @@ def tag(trace: str, load: float) -> str:
 
 
 def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: float = 1.0,
-             config: str | None = None, poll: bool = False, weeks: str | None = None,
+             config: str | None = None, poll: bool = False, weeks: str | None = None, mechanics: str = "nodes",
              plots: bool = True) -> dict[str, Any]:
     """The campaign file's mapping edited by the command line (traces whose file is missing left out)."""
     from batfeed.campaign.checks import NAMED_TRACES
@@ -94,6 +94,8 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
         options["config"] = str(Path(config).resolve())
     if poll:
         options["poll"] = True
+    if mechanics != "nodes":
+        options["mechanics"] = mechanics
     settings = dict(data.get("validate") or {}, plots=plots)
     if weeks is not None:
         settings["weeks"] = weeks
@@ -224,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weeks", help="target weeks (default: all)")
     p.add_argument("--config", help="maui.cfg (default: Maui's defaults)")
     p.add_argument("--poll", action="store_true")
+    p.add_argument("--mechanics", choices=["nodes", "counts"], default="nodes",
+                   help="Maui's node-level mechanics (default) or the earlier count-based model")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--summary-only", action="store_true", help="run nothing: print the tables of the runs done")
     p.add_argument("--load", type=float, default=1.0,
@@ -243,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = False
     try:
         spec = campaign(args.campaign, args.traces, steps, load=args.load, config=args.config, poll=args.poll,
-                        weeks=args.weeks, plots=not args.no_plots)
+                        mechanics=args.mechanics, weeks=args.weeks, plots=not args.no_plots)
         camp = load_spec(spec, base=args.campaign.resolve().parent)
         table = run_campaign(camp, args.out, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only,

@@ -301,8 +301,11 @@ class WaitQueue:
             self.main_b = QueueIndex()
             _rekey(self.B, self.main_b, "kb", entries, now)
 
-    def push(self, job: Any, now: float) -> Entry:
+    def push(self, job: Any, now: float, walltime: float | None = None) -> Entry:
+        """Queue ``job``; ``walltime``: plan with this requested time instead of the job's."""
         e = Entry(job, self.seq)
+        if walltime is not None:
+            e.p = walltime if walltime > 0 else INF
         self.seq += 1
         e.kp = (self.P.key(e, now), e.seq)
         self.main.add(e.kp, e)

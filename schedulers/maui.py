@@ -93,6 +93,7 @@ from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, ScanState, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_nodes import Nodes, iterate
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
@@ -142,6 +143,9 @@ class Maui(BackfillScheduler):
                "submission + k*interval; null or 0: event-driven; absent: the config's RMPOLLINTERVAL if any",
                minimum=0, nullable=True, unit="seconds"),
         Option("poll", "bool", False, "with interval: iterate at every step while jobs wait (Maui's loop)"),
+        Option("mechanics", "choice", "nodes", "nodes: Maui 3's node reservations, priority pass and window "
+               "backfill (maui_nodes.py); counts: batfeed's earlier count-based model, as before issue 18",
+               choices=("nodes", "counts")),
     ])
     PROFILE_ENDS_IN_STEPS = True
 
@@ -172,9 +176,15 @@ class Maui(BackfillScheduler):
         creds = cfg.credweight and any(getattr(cfg, f"{k}weight") for _, k in KINDS)
         self._static = (not cfg.xfactorweight * cfg.serviceweight and not (self._fs_on and self.fs.enabled)
                         and (cfg.enablenegjobpriority or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
+        if self.opts["mechanics"] == "nodes" and creds:
+            self._static = False     # integer priorities: credential terms and queue minutes may tie later
         self._idle: tuple | None = None
         self.t0: float | None = None                             # first submission: the interval grid
+        self._last_submit = -INF
         self.iterations = 0
+        self.counts = self.opts["mechanics"] == "counts"
+        self.nodes = Nodes(0)
+        self._overrun: list[tuple[float, str]] = []               # (release poll, job id) of timed-out jobs
 
     def make_queue(self) -> WaitQueue:
         return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration
@@ -193,12 +203,20 @@ class Maui(BackfillScheduler):
                 fs += w * target.delta(self.fs.usage_pct(key))
             p += cfg.fsweight * fs
         wait = now - e.r
+        if not self.counts and self.interval is not None and self.t0 is not None:
+            # a job seen at the previous poll is ranked by its wait then (MPolicy.c MQueueSelectJobs sets
+            # EffQueueDuration after MQueuePrioritizeJobs; MPriority.c MJobGetStartPriority reads it)
+            iv = self.interval
+            if wait >= iv - 1e-9 and now - iv > self.t0 + 1e-6:
+                wait -= iv
         serv = cfg.queuetimeweight * wait / 60.0
         if cfg.xfactorweight:
             serv += cfg.xfactorweight * (1.0 + wait / e.p if e.p < INF else 1.0)
         p += cfg.serviceweight * serv
         if not cfg.enablenegjobpriority and p < 1:
             p = 1.0
+        if not self.counts:      # StartPriority is an integer (MQueue.c MQueuePrioritizeJobs), at most 1e9
+            p = float(math.trunc(min(p, 1e9)))
         return p
 
     def _cred(self, kind: str, name: str) -> Cred | None:
@@ -240,6 +258,7 @@ class Maui(BackfillScheduler):
     # ---------------------------------------------------------------- callbacks
     def onSimulationBegins(self) -> None:
         super().onSimulationBegins()
+        self.nodes = Nodes(self.nb_machines)
         names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
         for cls, entry in self.cfg.classes.items():
             if entry.hostlist is None:
@@ -260,8 +279,9 @@ class Maui(BackfillScheduler):
             self.nodesets[cls] = ivs
 
     def onJobSubmission(self, job: Job) -> None:
+        self._last_submit = self.bs.time()
         if self.t0 is None:
-            self.t0 = self.bs.time()
+            self.t0 = self._last_submit
         super().onJobSubmission(job)
 
     def on_submit(self, job: Job) -> None:
@@ -271,7 +291,9 @@ class Maui(BackfillScheduler):
             self.reject(job, why)
             return
         self.info[job.id] = info
-        super().on_submit(job)
+        rw = (job.json_dict or {}).get("requested_walltime")      # batfeed convert --overrun
+        self.wq.push(job, self.bs.time(), float(rw) if rw is not None else None)
+        self._changed = True
 
     def _never(self, job: Job, info: JobInfo) -> str | None:
         c, q = info.limits, job.requested_resources
@@ -292,6 +314,7 @@ class Maui(BackfillScheduler):
 
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         super().launch(e, ivs, now)
+        self.nodes.started(ivs, now + e.p)
         info = self.info[e.id]
         self.run_info[e.id] = (info, e.q)
         for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
@@ -305,6 +328,31 @@ class Maui(BackfillScheduler):
         self.fs.start(info.keys, e.q, now)
 
     def onJobCompletion(self, job: Job) -> None:
+        if (self.interval is not None and not self.counts and job.id in self.running
+                and job.job_state == Job.State.COMPLETED_WALLTIME_REACHED
+                and (job.json_dict or {}).get("requested_walltime") is not None):
+            # Maui cancels a job past walltime + JOBMAXOVERRUN after the first pass at which
+            # now - start exceeds it, and its nodes are free at the next poll (MSys.c MSysCheck ->
+            # MLimit.c MLimitEnforceAll); Batsim killed it at that limit: hold its nodes till then.
+            now = self.bs.time()
+            release = self._next_grid(now) + self.interval
+            self._overrun.append((release, job.id))
+            if len(self.wq):
+                self._call(release)
+            return
+        self._complete(job)
+
+    def _release_overruns(self, now: float) -> None:
+        due = [jid for t, jid in self._overrun if t <= now + 1e-9]
+        if due:
+            self._overrun = [(t, j) for t, j in self._overrun if t > now + 1e-9]
+            for jid in due:
+                self._complete(self.bs.jobs[jid])
+
+    def _complete(self, job: Job) -> None:
+        ivs = self.running.get(job.id)
+        if ivs is not None:
+            self.nodes.ended(ivs)
         got = self.run_info.pop(job.id, None)
         if got is not None:
             info, q = got
@@ -337,8 +385,11 @@ class Maui(BackfillScheduler):
 
     def onNoMoreEvents(self) -> None:
         now = self.bs.time()
+        if self._overrun:
+            self._release_overruns(now)
         if self.interval is not None and self.t0 is not None:
-            if self._on_grid(now):
+            # Maui's simulator runs its first pass one poll after the first submission (MSim.c)
+            if self._on_grid(now) and (self.counts or now > self.t0 + 1e-6):
                 self._changed = self._changed or self._deferred or (self.opts["poll"] and len(self.wq) > 0)
                 self._deferred = False
             elif self._changed or self._deferred:
@@ -350,6 +401,8 @@ class Maui(BackfillScheduler):
             self._call(self._next_grid(now))
         if self._neg_held:
             self._retry_negative(now)
+        if self._overrun and len(self.wq):
+            self._call(min(t for t, _ in self._overrun))
 
     def _retry_negative(self, now: float) -> None:
         cfg = self.cfg
@@ -379,10 +432,20 @@ class Maui(BackfillScheduler):
         if self.free.count == 0 and not self.trace_reservations:
             return                      # nothing could start: reservations are recomputed next time
         sig = (self.profile.version, self.free.count, len(wq), wq.seq)
-        if self._static and sig == self._idle and not self.trace_reservations:
+        if (self._static and sig == self._idle and not self.trace_reservations
+                and (self.counts or not self.nodes.overdue(now))):
             return                      # same state and order as an iteration that started nothing
         self.iterations += 1
         self._neg_held = {}
+        if not self.counts:
+            wq.refresh(now)
+            n = len(wq)
+            started_any = iterate(self, now)
+            idle = not started_any and len(wq) == n and not self._neg_held
+            if self.interval is not None and now - self._last_submit < self.interval:
+                idle = False     # a job in its first pass is ranked without the one-poll lag: may reorder
+            self._idle = sig if idle else None
+            return
         self._clear_reservations()
         wq.refresh(now)
         started: list[Entry] = []

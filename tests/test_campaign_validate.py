@@ -150,7 +150,7 @@ def test_load_divides_submit_times_in_any_campaign(tmp_path: Path) -> None:
     ('metrics = ["wait.mean"]\n' + SPEC, r'metrics\[0\]: unknown metric for validate runs "wait.mean".*'),
     (SPEC.replace("interval = [0, 60]", "interval = 0, maintenance = \"m.txt\""),
      r"schedulers\[0\]\.options\.maintenance: not an option of validate runs \(they take config, interval, poll, "
-     r"on_machine_down\)"),
+     r"on_machine_down, mechanics\)"),
     (SPEC.replace("interval = [0, 60]", "interval = -5"),
      r"schedulers\[0\]\.options\.interval: must be a number of seconds >= 0 or null, got -5"),
     ('platforms = [{nb_machines = 8}]\n' + SPEC,

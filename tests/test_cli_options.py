@@ -35,7 +35,7 @@ SCHEDULER_CASES = [
      "unknown option 'theta' for Conservative (known: maintenance, on_machine_down, policy)"),
     ("maui", {"intervall": 60},
      "unknown option 'intervall' for Maui (did you mean 'interval'?; known: config, interval, maintenance, "
-     "on_machine_down, poll)"),
+     "mechanics, on_machine_down, poll)"),
     ("easy", {"theta": "abc"}, "option 'theta' for Easy must be a number of seconds >= 0 or null, got \"abc\""),
     ("easy", {"theta": -1}, "option 'theta' for Easy must be a number of seconds >= 0 or null, got -1"),
     ("easy", {"reservation": "node"},

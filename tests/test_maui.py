@@ -244,34 +244,41 @@ def test_reservation_depth_1_vs_3(tmp_path):
     assert schedule(tmp_path / "never", DEPTH_JOBS, never)["4"] == (3, 203, "3")
 
 
-FIT_JOBS = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 2, 1, 50, 50), (4, 2, 2, 50, 50)]
+FIT_JOBS = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (5, 1, 3, 10, 10), (3, 2, 1, 50, 50), (4, 2, 2, 50, 50)]
 
 
 @pytest.mark.parametrize("policy, expected", [
-    # 1 [0,100) on 0-1; 2 (4 machines) reserved at 100; 3 and 4 arrive together, 3 first.
-    # FIRSTFIT: 3 fits [2,52) and starts; then 4 (2 machines) does not fit the last free machine,
-    #   and at 52 it would cross 2's reservation: it runs after 2, [110,160).
-    ("FIRSTFIT", {"3": (2, 52, "2"), "4": (110, 160, "0-1")}),
-    # BESTFIT (BACKFILLMETRIC PROCS): of 3 (1 machine) and 4 (2 machines), both fitting, 4 fills
-    #   more: [2,52) on 2-3; 3 would then cross the reservation: [110,160).
-    ("BESTFIT", {"3": (110, 160, "0"), "4": (2, 52, "2-3")}),
-    # NONE: no backfill, both after 2 (3 first: [110,160) on 0, 4 on 1-2)
-    ("NONE", {"3": (110, 160, "0"), "4": (110, 160, "1-2")}),
+    # 1 [0,100) on 0-1; 2 (4 machines) reserved at 100 on 0-3; 5 (3 machines) can neither start
+    # nor be reserved (depth 1): IdleJobFound, so 3 and 4 (arriving together, 3 first) are left
+    # to the backfill (issue 18: before, 5 was absent and 3 started in the priority pass, which
+    # Maui continues after a reservation - see test_maui_nodes.py).  Window: nodes 2-3 for 98 s.
+    # FIRSTFIT: 3 fits and starts on 2; 4 (2 machines) no longer fits; at 52 the window is 48 s,
+    #   too short for it: it runs after 2 and 5, reserved at 120 on 0-1.
+    ("FIRSTFIT", {"3": (2, 52, "2"), "4": (120, 170, "0-1")}),
+    # BESTFIT (BACKFILLMETRIC PROCS): 4 (2 machines) fills more: [2,52) on 2-3; 3 then waits for
+    #   machine 3, free of reservations once 5 starts on 0-2 at 110.
+    ("BESTFIT", {"3": (110, 160, "3"), "4": (2, 52, "2-3")}),
+    # NONE: no backfill: 3 with 5 at 110 on 3, 4 reserved at 120 on 0-1
+    ("NONE", {"3": (110, 160, "3"), "4": (120, 170, "0-1")}),
 ])
 def test_backfill_policies(tmp_path, policy, expected):
     sched = Maui({"config": cfg_file(tmp_path, f"BACKFILLPOLICY {policy}\n")})
     got = schedule(tmp_path / "run", FIT_JOBS, sched)
     assert {k: got[k] for k in ("3", "4")} == expected and got["2"] == (100, 110, "0-3")
+    assert got["5"] == (110, 120, "0-2")
 
 
 def test_backfill_depth(tmp_path):
-    # 1 [0,100) on 0-1; 2 (4 machines) reserved at 100.  Then 3 (3 machines: cannot fit the 2 free
-    # machines) and 4 (1 machine, 50 s, fits).  BACKFILLDEPTH 1 examines only 3 -> 4 waits until
-    # after 2 (110); BACKFILLDEPTH 2 (or 0 = all) reaches 4 -> [3,53).
-    jobs = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 2, 3, 10, 10), (4, 3, 1, 50, 50)]
+    # 1 [0,100) on 0-1; 2 (4 machines) reserved at 100; 3 (3 machines) can neither start nor be
+    # reserved.  4 and 5 (1 machine, 50 s each) arrive at 3: window nodes 2-3 for 97 s.  Maui counts
+    # BACKFILLDEPTH among the jobs that fit the window (MQueueBackFill after MQueueSelectJobs; issue 18:
+    # the count-based model counted 3 too): depth 1 starts only 4; 5 then waits until 3 starts at
+    # 110 and leaves machine 3 free; depth 2 (or 0 = all) starts both at 3.
+    jobs = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 2, 3, 10, 10), (4, 3, 1, 50, 50), (5, 3, 1, 50, 50)]
     for depth, start in (("1", 110), ("2", 3), ("0", 3)):
         sched = Maui({"config": cfg_file(tmp_path, f"BACKFILLDEPTH {depth}\n", f"{depth}.cfg")})
-        assert schedule(tmp_path / depth, jobs, sched)["4"][0] == start, depth
+        got = schedule(tmp_path / depth, jobs, sched)
+        assert got["4"][0] == 3 and got["5"][0] == start, depth
 
 
 # ------------------------------------------------------------------------------ downtimes
@@ -317,14 +324,18 @@ INTERVAL_JOBS = [(1, 10, 4, 100, 100), (2, 20, 1, 10, 10), (3, 135, 1, 10, 10)]
 
 @pytest.mark.parametrize("poll", [False, True])
 def test_interval_mode_decides_on_the_grid(tmp_path, poll):
-    # Δ = 60, grid 10 + 60k (first submission at 10).  1 starts at 10 (on the grid) and ends at 110;
-    # 2 (waiting) starts at the next grid point, 130; 3 arrives at 135 with machines free and
-    # starts at 190.  Event-driven: 2 at 110 and 3 at 135.
+    # Δ = 60, grid 10 + 60k (first submission at 10); Maui's simulator makes its first pass one
+    # poll after the first submission (MSim.c, issue 18: before, 1 started at 10).  1 starts at 70
+    # and ends at 170; 2 (waiting) starts at the next grid point, 190, and so does 3 (arrived at
+    # 135 while 1 held all 4 machines).  Event-driven: 2 at 110 and 3 at 135.
     sched = Maui({"interval": 60, "poll": poll})
     rows, result = simulate(tmp_path, INTERVAL_JOBS, sched)
-    assert {k: v[0] for k, v in rows.items()} == {"1": 10, "2": 130, "3": 190}
+    assert {k: v[0] for k, v in rows.items()} == {"1": 70, "2": 190, "3": 190}
     # no CALL_ME_LATER is left pending once everything is done: the simulation ends at 3's end
     assert result.simulated_time == 200
+    # the count-based mechanics keep the earlier grid (a pass at the first submission)
+    old, _ = simulate(tmp_path / "c", INTERVAL_JOBS, Maui({"interval": 60, "poll": poll, "mechanics": "counts"}))
+    assert {k: v[0] for k, v in old.items()} == {"1": 10, "2": 130, "3": 190}
     events = schedule(tmp_path / "ev", INTERVAL_JOBS, Maui())
     assert {k: v[0] for k, v in events.items()} == {"1": 10, "2": 110, "3": 135}
 
@@ -373,15 +384,17 @@ def test_simulate_cli_with_the_salomon_example(tmp_path, capsys):
 
 
 def test_poll_skips_iterations_that_cannot_change_anything(tmp_path):
-    # 1 [0,300) on 3 machines; 2 (4 machines, arrives at 1) waits with one machine free.  Δ = 10 with
-    # poll: grid points 10, 20, ..., 290 (29 of them), then 300 when 1 ends.
-    # Default config (order fixed while nothing happens): iterations at 0, 10 (starts nothing) and
-    # 300; the 28 later grid points find the same state and are skipped.
-    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 29 points + 0 + 300.
-    jobs = [(1, 0, 3, 300, 300), (2, 1, 4, 10, 10)]
+    # 1 (3 machines, 300 s) at 0 and 2 (4 machines) at 11; Δ = 10 with poll: no pass at 0 (issue
+    # 18), 1 starts at 10 [10,310); 2 waits with one machine free from 20; grid points 20 ... 300
+    # (29 of them), then 310 when 1 ends.
+    # Default config (order fixed while nothing happens): iterations at 10, 20 (2's first pass,
+    # ranked without the one-poll lag of its queue time), 30 (starts nothing) and 310; the 27
+    # later grid points find the same state and are skipped.
+    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 30 points + 310.
+    jobs = [(1, 0, 3, 300, 300), (2, 11, 4, 10, 10)]
     static = Maui({"interval": 10, "poll": True})
-    assert schedule(tmp_path / "s", jobs, static) == {"1": (0, 300, "0-2"), "2": (300, 310, "0-3")}
-    assert static.iterations == 3
+    assert schedule(tmp_path / "s", jobs, static) == {"1": (10, 310, "0-2"), "2": (310, 320, "0-3")}
+    assert static.iterations == 4
     dynamic = Maui({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
-    assert schedule(tmp_path / "d", jobs, dynamic) == {"1": (0, 300, "0-2"), "2": (300, 310, "0-3")}
+    assert schedule(tmp_path / "d", jobs, dynamic) == {"1": (10, 310, "0-2"), "2": (310, 320, "0-3")}
     assert dynamic.iterations == 31

@@ -19,7 +19,7 @@ import numpy as np
 from batfeed.campaign.spec import Checker, at, close
 
 KEYS = ("weeks", "plots")
-MAUI_OPTIONS = ("config", "interval", "poll", "on_machine_down")   # the maui options a validate run takes
+MAUI_OPTIONS = ("config", "interval", "poll", "on_machine_down", "mechanics")   # the maui options a validate run takes
 METRICS = ("weeks", "weeks_scored", "jobs", "unscored", "error.mean", "error.median", "error.std", "error.mean_abs",
            "room.jobs", "room.wait_share", "contention.jobs", "contention.mean", "contention.median",
            "contention.std", "wall.sum_s", "wall.max_week_s")
@@ -113,6 +113,7 @@ def run_validate(task: Any, tmp: Path) -> dict[str, Any]:
     interval = (opts["interval"] or 0) if "interval" in opts else None
     results = validate(task.workload, tmp, config=opts.get("config"), interval=interval,
                        poll=bool(opts.get("poll", False)), weeks=task.validate.get("weeks"),
+                       mechanics=opts.get("mechanics", "nodes"),
                        platform=task.platform, events=task.events[0] if task.events else None,
                        on_machine_down=opts.get("on_machine_down", "ignore"), plots=task.validate.get("plots", False),
                        log=print)
