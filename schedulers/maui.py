@@ -28,22 +28,13 @@ target contribute 0; ``25+``/``25-`` targets are floors/ceilings).  Without
 ENABLENEGJOBPRIORITY, priorities below 1 become 1; with it and REJECTNEGPRIOJOBS TRUE, jobs of
 negative priority are not started while they are.  Ties: submission order.
 
-**Iteration** (Maui's priority scheduling then backfill; RESERVATIONPOLICY CURRENTHIGHEST: the
-priority reservations of the previous iteration are dropped and recomputed):
-
-1. jobs in priority order, skipping those blocked by a class limit, start one by one until one
-   cannot (Maui Admin Guide §8.2: "it starts jobs one by one stepping through the priority list
-   until it reaches a job which it cannot start"); a job starts if q machines are usable now
-   (free, in its class's HOSTLIST, outside the maintenance windows and pinned reservations its
-   span [now, now + p̃) overlaps) and it delays no reservation made so far (``Profile.fits_now``).
-   That job gets a reservation at its earliest start (``Profile.earliest``/``reserve``), and so
-   do the next jobs in priority order that cannot start (those that can start do) until
-   RESERVATIONDEPTH jobs hold one (UNDEF → choice: "the top RESERVATIONDEPTH jobs" read as the
-   top jobs that cannot start now); with depth 0 the first job that cannot start ends the phase;
-2. backfill of the remaining eligible jobs (the top BACKFILLDEPTH of them, all if 0):
-   FIRSTFIT starts, in priority order, every job that fits without delaying a reservation;
-   BESTFIT repeatedly starts, among those that fit, the one with the largest BACKFILLMETRIC
-   (PROCS: q, PROCSECONDS: q·p̃, SECONDS: p̃; ties by priority); NONE skips it.
+**Iteration** (``mechanics``; RESERVATIONPOLICY CURRENTHIGHEST: MQueue.c ``MQueueScheduleRJobs``
+drops the priority reservations of the previous iteration, ``MQueueScheduleIJobs`` makes them again):
+``"nodes"`` (default, :mod:`maui_nodes`, Maui 3's source) - reservations hold specific nodes, the
+priority pass goes on after a reservation until a job can neither start nor be reserved, then
+backfill windows of idle nodes by time to their next reservation; ``"counts"`` (:mod:`maui_counts`,
+batfeed's model before issue 18, for reproducing earlier results) - count reservations in the
+shared profile, the pass stops at the first job that cannot start, priority-order backfill.
 
 **Class limits** (CLASSCFG): MAXJOB, MAXNODE, MAXJOBPERUSER, MAXNODEPERUSER over the running jobs
 of the class (a job that would exceed one waits, without reservation); a job that can never run
@@ -55,24 +46,35 @@ account ``account``, else ``project``, else the group (SWF has no account); clas
 ``queue_name`` (Alea extended SWF), else ``queue``, else ``partition``, else ``DEFAULT``; every
 value compared as a string (SWF queue 1 is ``CLASSCFG[1]``).
 
-**Reservations**: counts in the shared profile (the core's model: which machines a job gets is
-decided at start).  A job restricted to a HOSTLIST additionally *pins* the lowest q machines of
-its set expected free at its reserved start; jobs whose span overlaps that reservation avoid
-them (like a maintenance window), so the reservation holds on the right machines.  Planned
-maintenance windows are the core's system reservations (known from the start, so the machine
-drains before them, the paper's ramp-down); they do not consume RESERVATIONDEPTH (the paper's
-RESDEPTH = 1 + number of windows emulates exactly this with Maui).
+Planned maintenance windows are the core's system reservations (known from the start, so the
+machine drains before them, the paper's ramp-down); they do not consume RESERVATIONDEPTH (the
+paper's RESDEPTH = 1 + number of windows emulates exactly this with Maui).
 
-**Interval mode** (Δ > 0, Maui's RMPOLLINTERVAL, the paper's time step): decisions are taken only
-at t0 + kΔ, t0 = the first submission; an arrival, completion or machine event between grid
-points is acted upon at the next one (CALL_ME_LATER), so idle time appears as in Maui's
-simulator; with ``poll`` an iteration also runs at every grid point while jobs wait.  A call is
-requested only while jobs wait, so the simulation ends as Batsim requires (no pending call
-once everything is done).  When the priority order cannot change with time alone (no XFACTOR,
-no fairshare, no credential term that the clamp at 1 could reorder), an iteration whose state
-(profile version, free machines, queue) equals that of an iteration that started nothing is
-skipped: it would start nothing either (later spans only meet more constraints), so ``poll``
-then gives exactly the schedule of the default interval mode, faster.
+**Interval mode** (Δ > 0, Maui's RMPOLLINTERVAL, the paper's time step): decisions are taken only at
+t0 + kΔ, t0 = the first submission, k >= 1 with ``nodes`` (Maui's simulator makes its first pass one
+poll after its start clock: MSys.c ``MSysUpdateTime``, MSim.c ``MSimGetWorkload``; k >= 0 with
+``counts``); a job completes at the first poll at or after its end (MSim.c ``MSimRMGetInfo``); an
+arrival, completion or machine event between grid points is acted upon at the next one
+(CALL_ME_LATER), so idle time appears as in Maui's simulator; with ``poll`` an iteration also runs
+at every grid point while jobs wait. A call is requested only while jobs wait, so the simulation
+ends as Batsim requires (no pending call once everything is done). When the priority order cannot
+change with time alone (no XFACTOR, no fairshare, no credential term that the clamp at 1 could
+reorder), an iteration whose state (profile version, free machines, queue) equals that of an
+iteration that started nothing is skipped: it would start nothing either (later spans only meet more
+constraints), so ``poll`` then gives exactly the schedule of the default interval mode, faster.
+
+**Priority as Maui stores it** (``nodes``): the sum, clamped at 1, is truncated to an integer and
+capped at 10⁹ (MPriority.c ``MJobGetStartPriority``, MQueue.c ``MQueuePrioritizeJobs``: ``StartPriority``
+is an unsigned long), so equal integer priorities keep submission order (qsort, stable on glibc); in
+interval mode a job already seen at the previous poll is ranked by its wait then (``EffQueueDuration``,
+set by MPolicy.c ``MQueueSelectJobs`` after the priorities are computed).
+
+**Walltime overrun** (``nodes``, interval mode; jobs converted with ``batfeed convert --overrun X``,
+which keeps the request in ``requested_walltime`` and gives Batsim request + X): the scheduler plans
+with the request; a running job past it is expected to end at max(start + p̃, now + 1) (MRes.c
+``MResJCreate``); Batsim kills it at start + p̃ + X and its nodes are reused from the poll after the
+first poll past that instant, as Maui cancels it after that pass (MSys.c ``MSysCheck`` → MLimit.c
+``MLimitEnforceAll``, JOBMAXOVERRUN X, 600 s by default) and frees its nodes at the next one.
 
 Other UNDEF → choices: fairshare usage is charged continuously (machines × seconds) and the
 windows are aligned on simulated time 0; queue time runs from submission (Maui's FULL accrual
@@ -91,12 +93,13 @@ from typing import Any
 
 from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.fairshare import Fairshare
-from batfeed.schedulers.jobqueue import Entry, ScanState, WaitQueue
+from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_counts import CountMechanics
 from batfeed.schedulers.maui_nodes import Nodes, iterate
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
-from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
+from batfeed.schedulers.resources import Intervals, count, subtract, union
 from batsim.batsim import Job
 
 log = logging.getLogger("batfeed.schedulers")
@@ -135,7 +138,7 @@ def _field(job: Job, *names: str, default: str) -> str:
     return default
 
 
-class Maui(BackfillScheduler):
+class Maui(CountMechanics, BackfillScheduler):
     OPTIONS = specs([BackfillScheduler.OPTIONS["on_machine_down"], BackfillScheduler.OPTIONS["maintenance"]], [
         Option("config", "path", None, "maui.cfg (subset, see docs/maui.md; null: Maui 3.2's defaults)",
                nullable=True, expect="the path of a maui.cfg"),
@@ -424,7 +427,7 @@ class Maui(BackfillScheduler):
     # ---------------------------------------------------------------- the iteration
     def schedule(self) -> None:
         now = self.bs.time()
-        wq, cfg = self.wq, self.cfg
+        wq = self.wq
         self.fs.advance(now)
         self.profile.prune_windows(now)
         self._ended = False
@@ -446,39 +449,7 @@ class Maui(BackfillScheduler):
                 idle = False     # a job in its first pass is ranked without the one-poll lag: may reorder
             self._idle = sig if idle else None
             return
-        self._clear_reservations()
-        wq.refresh(now)
-        started: list[Entry] = []
-        reserved: set[str] = set()
-        depth = cfg.depth
-        rest = blocked = False
-        for e in wq.main:
-            info = self.info[e.id]
-            if self._held(e, info):
-                continue
-            if blocked and len(reserved) >= depth:
-                rest = True                     # the remaining jobs are for backfill
-                break
-            if self._usable(e, info, now) and self._start(e, info, now):
-                started.append(e)
-                continue
-            blocked = True
-            if len(reserved) < depth:
-                self._reserve(e, info, now)
-                reserved.add(e.id)
-                continue
-            rest = True
-            break
-        for e in started:
-            wq.remove(e)
-        n = len(wq)
-        if rest and cfg.backfillpolicy != "NONE" and self.free.count > 0:
-            if cfg.backfillpolicy == "FIRSTFIT":
-                self._firstfit(reserved, now)
-            else:
-                self._bestfit(reserved, now)
-        idle = not started and len(wq) == n and not self._neg_held
-        self._idle = (self.profile.version, self.free.count, len(wq), wq.seq) if idle else None
+        self.iterate_counts(now)
 
     def _held(self, e: Entry, info: JobInfo) -> bool:
         """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
@@ -504,130 +475,3 @@ class Maui(BackfillScheduler):
                     (c.maxjobperuser is not None and u[1] + 1 > c.maxjobperuser):
                 return True
         return False
-
-    def _excluded(self, info: JobInfo, a: float, b: float) -> Intervals:
-        """Machines a job running [a, b) may not use besides the windows: pinned ones, outside HOSTLIST."""
-        out: Intervals = info.others
-        for s, t, ivs in self._pins:
-            if s < b and t > a:
-                out = union(out, ivs)
-        return out
-
-    def _usable(self, e: Entry, info: JobInfo, now: float) -> bool:
-        """Can ``e`` start now without delaying a reservation (counts and specific machines)?"""
-        free = self.free.count
-        if e.q > free:
-            return False
-        if self._floor is None:
-            self._floor = min(level for _, level in self.profile.levels(now, free))
-        if e.q > self._floor and not self.profile.fits_now(e.q, e.p, now, free):
-            return False
-        excl = self._excluded(info, now, now + e.p)
-        if self.profile.windows:
-            excl = union(excl, self.profile.blocked(now, now + e.p))
-        return not excl or free - self.free.count_in(excl) >= e.q
-
-    def _start(self, e: Entry, info: JobInfo, now: float) -> bool:
-        ivs = self.allocate(e, now, self._excluded(info, now, now + e.p))
-        if ivs is None:
-            return False
-        self.launch(e, ivs, now)
-        if self._floor is not None:
-            self._floor -= e.q      # a lower bound of the new minimum (exact would need a walk)
-        return True
-
-    # ---------------------------------------------------------------- reservations
-    def _clear_reservations(self) -> None:
-        for t, p, q in self._res:
-            self.profile.unreserve(t, p, q)
-        self._res, self._pins = [], []
-        self._floor = None
-
-    def _reserve(self, e: Entry, info: JobInfo, now: float) -> None:
-        if info.nodes is None:
-            t = self.profile.earliest(e.q, e.p, now, self.free.count)
-            pins: Intervals = []
-        else:
-            t, pins = self._earliest_in_set(e, info, now)
-        if t < INF:
-            self._floor = None
-            self.profile.reserve(t, e.p, e.q)
-            self._res.append((t, e.p, e.q))
-            if pins:
-                self._pins.append((t, t + e.p, pins))
-        if self.trace_reservations:
-            self.record(now, e, t)
-
-    def _earliest_in_set(self, e: Entry, info: JobInfo, now: float) -> tuple[float, Intervals]:
-        """Earliest t at which q machines of the job's HOSTLIST are expected free for p̃ seconds
-        (outside windows and other pinned reservations) and the counts allow it; those machines."""
-        q, d, nodes, prof = e.q, e.p, info.nodes, self.profile
-        free = self.free.count
-        avail = intersect(self.free.intervals(), nodes)
-        ends = [(end, jid) for end, _, jid in prof.running()]
-        times = sorted({now, *(end for end, _ in ends if end > now),
-                        *(b for _, b, _ in self._pins if b > now), *(w.end for w in prof.windows if w.end > now)})
-        k = 0
-        for t in times:
-            while k < len(ends) and ends[k][0] <= t:
-                ivs = intersect(prof.jobs[ends[k][1]][1], nodes)
-                if self.unavailable:
-                    ivs = subtract(ivs, self.unavailable)
-                avail = union(avail, ivs)
-                k += 1
-            usable = subtract(avail, self._excluded(info, t, t + d))
-            if prof.windows:
-                usable = subtract(usable, prof.blocked(t, t + d))
-            if count(usable) >= q and prof.earliest(q, d, t, free) == t:
-                return t, lowest(usable, q)
-        return INF, []
-
-    # ---------------------------------------------------------------- backfill
-    def _candidates(self, reserved: set[str]):
-        """Eligible idle jobs in priority order (the top BACKFILLDEPTH if set)."""
-        limit = self.cfg.backfilldepth
-        if limit == 0 and self.cfg.backfillpolicy == "FIRSTFIT":
-            st = ScanState(self.free.count, INF, INF)     # only jobs with q <= free (core's queue scan)
-            source = self.wq.main.scan(st)
-        else:
-            st, source = None, iter(self.wq.main)
-        n = 0
-        for e in source:
-            if e.id in reserved:
-                continue
-            info = self.info[e.id]
-            if self._held(e, info):
-                continue
-            n += 1
-            if limit and n > limit:
-                return
-            yield e, info, st
-
-    def _firstfit(self, reserved: set[str], now: float) -> None:
-        started = []
-        for e, info, st in self._candidates(reserved):
-            if self.free.count == 0:
-                break
-            if self._usable(e, info, now) and self._start(e, info, now):
-                started.append(e)
-                if st is not None:
-                    st.free = self.free.count
-        for e in started:
-            self.wq.remove(e)
-
-    def _bestfit(self, reserved: set[str], now: float) -> None:
-        metric = self.cfg.backfillmetric
-        pool = [(e, info) for e, info, _ in self._candidates(reserved)]
-        while pool and self.free.count > 0:
-            best, best_v = -1, -INF
-            for i, (e, info) in enumerate(pool):
-                if e.q > self.free.count or self._held(e, info) or not self._usable(e, info, now):
-                    continue
-                v = e.q if metric == "PROCS" else e.p if metric == "SECONDS" else e.q * e.p
-                if v > best_v:
-                    best, best_v = i, v
-            if best < 0:
-                break
-            e, info = pool.pop(best)
-            if self._start(e, info, now):
-                self.wq.remove(e)
