@@ -291,3 +291,19 @@ def test_relative_option_files_are_read_from_the_spec_directory(tmp_path: Path) 
     assert a.key == b.key                        # the file's content is hashed, not its place
     out = run_campaign(tmp_path / "a" / "campaign.toml", tmp_path / "out", workers=1, progress=False)
     assert list(out["status"]) == ["ok"], out["error"].tolist()
+
+
+def test_overrun_trace_option_feeds_maui(tmp_path: Path) -> None:
+    """``overrun`` (as ``convert --overrun``): the converted workload keeps each request in
+    ``requested_walltime`` and gives Batsim the request + overrun; Maui plans with the request."""
+    from batfeed.campaign.inputs import read_workload
+
+    spec = {"traces": [{"path": "KTH-SP2", "max_jobs": 300, "overrun": 600}],
+            "schedulers": [{"name": "maui", "options": {"interval": 5}}]}
+    out = run_campaign(spec, tmp_path, workers=1, progress=False)
+    assert (out["status"] == "ok").all(), out["error"].tolist()
+    (conv,) = [p for p in (tmp_path / "inputs").glob("*/workload.json")]
+    jobs = read_workload(conv)["jobs"]
+    assert all(j["walltime"] == j["requested_walltime"] + 600 for j in jobs if j["walltime"] > 0)
+    with pytest.raises(CampaignError, match=r"traces\[0\]\.overrun: must be a number >= 0, got -1"):
+        load_spec({**spec, "traces": [{"path": "KTH-SP2", "overrun": -1}]})

@@ -21,7 +21,7 @@ from batfeed.errors import BatfeedError
 
 SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "zero_runtime", "statuses", "users",
                "window", "speed", "size_scale", "profiles", "origin", "nb_res", "size_from", "extended", "machines",
-               "strict", "filter")
+               "strict", "filter", "overrun")
 TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load", "resample_weeks", "resample",
               "resample_load", "resample_rb_npw")
 NAMED_TRACES = ("KTH-SP2",)        # shipped with batfeed (package data)
@@ -150,6 +150,8 @@ def _swf_options(c: Checker, entry: dict[str, Any], where: str) -> dict[str, Any
             v = int(c.number(v, w, 1, integer=True))
         elif key in ("speed", "size_scale"):
             v = c.number(v, w, 0, above=True)
+        elif key == "overrun":
+            v = c.number(v, w, 0)
         elif key == "origin":
             v = c.number(v, w, float("-inf"))
         elif key in ("extended", "strict") and not isinstance(v, bool):
