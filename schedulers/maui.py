@@ -441,6 +441,10 @@ class Maui(CountMechanics, BackfillScheduler):
         self.iterations += 1
         self._neg_held = {}
         if not self.counts:
+            free = self.free.count
+            if not self.trace_reservations and all(e.q > free for e in wq.main):
+                self.iterations -= 1
+                return                  # no job fits the idle nodes: nothing starts, in the pass or a window
             wq.refresh(now)
             n = len(wq)
             started_any = iterate(self, now)

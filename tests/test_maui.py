@@ -384,17 +384,24 @@ def test_simulate_cli_with_the_salomon_example(tmp_path, capsys):
 
 
 def test_poll_skips_iterations_that_cannot_change_anything(tmp_path):
-    # 1 (3 machines, 300 s) at 0 and 2 (4 machines) at 11; Δ = 10 with poll: no pass at 0 (issue
-    # 18), 1 starts at 10 [10,310); 2 waits with one machine free from 20; grid points 20 ... 300
-    # (29 of them), then 310 when 1 ends.
-    # Default config (order fixed while nothing happens): iterations at 10, 20 (2's first pass,
-    # ranked without the one-poll lag of its queue time), 30 (starts nothing) and 310; the 27
-    # later grid points find the same state and are skipped.
-    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 30 points + 310.
-    jobs = [(1, 0, 3, 300, 300), (2, 11, 4, 10, 10)]
+    # 1 (3 machines, 300 s) at 0, 2 (4 machines) at 11, 3 (1 machine, 1000 s) at 12; Δ = 10 with poll:
+    # no pass at 0 (issue 18), 1 starts at 10 [10,310); from 20, 2 holds a reservation of 0-3 at 310
+    # and 3 fits the free machine 3 but not before that reservation (nor in its window): it waits.
+    # Grid points 20 ... 300 (29 of them), then 310 (1 ends, 2 starts) and 320 (2 ends, 3 starts).
+    # Default config (order fixed while nothing happens): iterations at 10, 20 (2's and 3's first
+    # pass, ranked without the one-poll lag of their queue time), 30 (starts nothing), 310 and 320;
+    # the 27 grid points between find the same state and are skipped.
+    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 30 points + 2.
+    jobs = [(1, 0, 3, 300, 300), (2, 11, 4, 10, 10), (3, 12, 1, 1000, 1000)]
+    expected = {"1": (10, 310, "0-2"), "2": (310, 320, "0-3"), "3": (320, 1320, "0")}
     static = Maui({"interval": 10, "poll": True})
-    assert schedule(tmp_path / "s", jobs, static) == {"1": (10, 310, "0-2"), "2": (310, 320, "0-3")}
-    assert static.iterations == 4
+    assert schedule(tmp_path / "s", jobs, static) == expected
+    assert static.iterations == 5
     dynamic = Maui({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
-    assert schedule(tmp_path / "d", jobs, dynamic) == {"1": (10, 310, "0-2"), "2": (310, 320, "0-3")}
-    assert dynamic.iterations == 31
+    assert schedule(tmp_path / "d", jobs, dynamic) == expected
+    assert dynamic.iterations == 32
+    # an iteration in which no waiting job fits the idle machines is not run at all (nothing could
+    # start, in the priority pass or a backfill window): without 3, only 10 and 310 iterate
+    assert schedule(tmp_path / "n", jobs[:2], d2 := Maui({"interval": 10, "poll": True,
+                    "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n", "x.cfg")}))["2"] == (310, 320, "0-3")
+    assert d2.iterations == 2
