@@ -50,12 +50,18 @@ def mask_of(ivs: Intervals, n: int) -> np.ndarray:
 
 def intervals_of(idx: np.ndarray) -> Intervals:
     """Sorted node indices -> closed intervals."""
-    if not len(idx):
+    nodes = idx.tolist()
+    if not nodes:
         return []
-    cut = np.flatnonzero(np.diff(idx) != 1)
-    starts = np.concatenate(([idx[0]], idx[cut + 1]))
-    ends = np.concatenate((idx[cut], [idx[-1]]))
-    return [(int(a), int(b)) for a, b in zip(starts, ends, strict=True)]
+    out: Intervals = []
+    a = b = nodes[0]
+    for x in nodes[1:]:
+        if x != b + 1:
+            out.append((a, b))
+            a = x
+        b = x
+    out.append((a, b))
+    return out
 
 
 class Nodes:
@@ -225,9 +231,12 @@ def _start(s: Maui, e: Entry, idx: np.ndarray, now: float) -> None:
 def _backfill(s: Maui, reserved: set[str], now: float) -> None:
     """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring)."""
     cfg, nodes = s.cfg, s.nodes
+    nidle = int(nodes.idle.sum())
+    cands = [e for e in s.wq.main if e.q <= nidle and e.id not in reserved]   # no window is larger
+    if not cands:
+        return
     avail = nodes.time_to_block(now)
     limit, metric = cfg.backfilldepth, cfg.backfillmetric
-    cands = [e for e in s.wq.main if e.id not in reserved]
     prev = 0.0
     while cands:
         win = nodes.idle & (avail > prev)
