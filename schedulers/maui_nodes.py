@@ -32,6 +32,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from batfeed.schedulers.jobqueue import ScanState
 from batfeed.schedulers.resources import Intervals
 
 if TYPE_CHECKING:
@@ -145,14 +146,15 @@ class Nodes:
     def earliest(self, q: int, p: float, now: float, allowed: np.ndarray | None) -> tuple[float, np.ndarray]:
         """Earliest S >= now with q nodes free during [S, S + p̃) and the q lowest of them
         (MJobGetEStartTime); (inf, empty) if never."""
-        ready = self.ready if allowed is None else self.ready[allowed]
-        finite = ready[ready < INF]
-        if len(finite) < q:
+        ready = self.ready if allowed is None else np.where(allowed, self.ready, INF)
+        lb = float(np.partition(ready, q - 1)[q - 1])      # no start before q nodes are back
+        if lb == INF:
             return INF, np.empty(0, dtype=np.intp)
-        lb = float(np.partition(finite, q - 1)[q - 1])    # no start before q nodes are back
-        times = {t for t in finite.tolist() if t >= lb}
-        times.update(e for _, e, _ in self.blocks if e > lb)
-        for t in sorted(times):
+        if not self.blocks:                               # nothing reserved yet: the q-th return
+            return lb, np.flatnonzero(ready <= lb)[:q]
+        later = ready[(ready >= lb) & (ready < INF)]
+        ends = [e for _, e, _ in self.blocks if lb < e < INF]
+        for t in np.unique(np.concatenate((later, ends)) if ends else later).tolist():
             idx = np.flatnonzero(self.free_during(t, t + p, allowed))
             if len(idx) >= q:
                 return t, idx[:q]
@@ -232,7 +234,8 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
     """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring)."""
     cfg, nodes = s.cfg, s.nodes
     nidle = int(nodes.idle.sum())
-    cands = [e for e in s.wq.main if e.q <= nidle and e.id not in reserved]   # no window is larger
+    # no window is larger than the idle nodes: the queue index yields only the jobs that fit them
+    cands = [e for e in s.wq.main.scan(ScanState(nidle, INF, INF)) if e.id not in reserved]
     if not cands:
         return
     avail = nodes.time_to_block(now)
