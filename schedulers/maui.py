@@ -96,7 +96,7 @@ from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
 from batfeed.schedulers.maui_counts import CountMechanics
-from batfeed.schedulers.maui_nodes import Nodes, iterate
+from batfeed.schedulers.maui_nodes import Plan, iterate
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
 from batfeed.schedulers.resources import Intervals, count, subtract, union
@@ -186,7 +186,7 @@ class Maui(CountMechanics, BackfillScheduler):
         self._last_submit = -INF
         self.iterations = 0
         self.counts = self.opts["mechanics"] == "counts"
-        self.nodes = Nodes(0)
+        self.plan = Plan()
         self._overrun: list[tuple[float, str]] = []               # (release poll, job id) of timed-out jobs
 
     def make_queue(self) -> WaitQueue:
@@ -261,7 +261,6 @@ class Maui(CountMechanics, BackfillScheduler):
     # ---------------------------------------------------------------- callbacks
     def onSimulationBegins(self) -> None:
         super().onSimulationBegins()
-        self.nodes = Nodes(self.nb_machines)
         names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
         for cls, entry in self.cfg.classes.items():
             if entry.hostlist is None:
@@ -317,7 +316,6 @@ class Maui(CountMechanics, BackfillScheduler):
 
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         super().launch(e, ivs, now)
-        self.nodes.started(ivs, now + e.p)
         info = self.info[e.id]
         self.run_info[e.id] = (info, e.q)
         for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
@@ -353,9 +351,6 @@ class Maui(CountMechanics, BackfillScheduler):
                 self._complete(self.bs.jobs[jid])
 
     def _complete(self, job: Job) -> None:
-        ivs = self.running.get(job.id)
-        if ivs is not None:
-            self.nodes.ended(ivs)
         got = self.run_info.pop(job.id, None)
         if got is not None:
             info, q = got
@@ -436,7 +431,7 @@ class Maui(CountMechanics, BackfillScheduler):
             return                      # nothing could start: reservations are recomputed next time
         sig = (self.profile.version, self.free.count, len(wq), wq.seq)
         if (self._static and sig == self._idle and not self.trace_reservations
-                and (self.counts or not self.nodes.overdue(now))):
+                and (self.counts or not Plan.overdue(self, now))):
             return                      # same state and order as an iteration that started nothing
         self.iterations += 1
         self._neg_held = {}

@@ -22,231 +22,227 @@ What the count-based model of the shared profile simplifies, following Maui's so
   is built from the nodes left idle.
 
 Allocation takes the lowest-index eligible nodes (the issue's reading of NODEALLOCATIONPOLICY on a
-homogeneous machine; Maui's LASTAVAILABLE ordering is not modelled).  Node state lives in numpy
-arrays of the platform's size: ``end`` (planned end of the job on each node, −inf when idle) and
-``down``; reservations of an iteration are (S, S + p̃, node mask).
+homogeneous machine; Maui's LASTAVAILABLE ordering is not modelled).  The plan works on machine
+intervals (resources.py) - the free machines, the running jobs of the shared profile with their
+planned ends, the iteration's reservations (S, S + p̃, machines) and the maintenance windows - so an
+iteration costs what its jobs and reservations touch, not the platform's size.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-import numpy as np
 from batfeed.schedulers.jobqueue import ScanState
-from batfeed.schedulers.resources import Intervals
+from batfeed.schedulers.resources import FreeMachines, Intervals, count, intersect, lowest, subtract, union
 
 if TYPE_CHECKING:
     from batfeed.schedulers.jobqueue import Entry
-    from batfeed.schedulers.maui import JobInfo, Maui
+    from batfeed.schedulers.maui import Maui
 
 INF = float("inf")
 
 
-def mask_of(ivs: Intervals, n: int) -> np.ndarray:
-    m = np.zeros(n, dtype=bool)
-    for a, b in ivs:
-        m[a:b + 1] = True
-    return m
-
-
-def intervals_of(idx: np.ndarray) -> Intervals:
-    """Sorted node indices -> closed intervals."""
-    nodes = idx.tolist()
-    if not nodes:
-        return []
+def _lowest_free(free: FreeMachines, q: int) -> Intervals:
+    """The q lowest free machines (without taking them)."""
     out: Intervals = []
-    a = b = nodes[0]
-    for x in nodes[1:]:
-        if x != b + 1:
-            out.append((a, b))
-            a = x
-        b = x
-    out.append((a, b))
+    for a, b in zip(free.starts, free.ends, strict=True):
+        if b - a + 1 >= q:
+            out.append((a, a + q - 1))
+            return out
+        out.append((a, b))
+        q -= b - a + 1
     return out
 
 
-class Nodes:
-    """Per-node plan of one Maui scheduler: planned ends, idle and down nodes, reservations."""
+class Plan:
+    """What one Maui iteration knows of the machines besides the free set: reservations, windows."""
 
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.end = np.full(n, -INF)             # planned end of the running job, -inf = no job
-        self.res: list[tuple[float, float, np.ndarray]] = []   # this iteration's (S, E, nodes)
-        self.blocks: list[tuple[float, float, np.ndarray]] = []  # res + maintenance windows
-        self.idle = np.zeros(n, dtype=bool)
-        self.ready = np.zeros(n)
-        self.allowed: dict[int, np.ndarray] = {}
-
-    # ---------------------------------------------------------------- state
-    def started(self, ivs: Intervals, end: float) -> None:
-        for a, b in ivs:
-            self.end[a:b + 1] = end
-            self.idle[a:b + 1] = False
-
-    def ended(self, ivs: Intervals) -> None:
-        for a, b in ivs:
-            self.end[a:b + 1] = -INF
-
-    def overdue(self, now: float) -> bool:
-        """A running job is past its planned end (its nodes' expected return moves with time)."""
-        return bool(((self.end > -INF) & (self.end <= now)).any())
+    def __init__(self) -> None:
+        self.res: list[tuple[float, float, Intervals]] = []      # this iteration's (S, E, machines)
+        self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows
 
     def begin(self, s: Maui, now: float) -> None:
-        """Snapshot at the start of an iteration: idle nodes, when each busy one is expected back."""
-        n = self.n
-        self.idle = mask_of(s.free.intervals(), n)
-        end = self.end
-        ready = np.where(end > now, end, now + 1.0)      # past its walltime: max(start + p̃, now + 1)
-        ready[self.idle] = now
-        if s.unavailable:
-            down = mask_of(s.unavailable, n)
-            back = np.full(n, INF)
-            for w in s.profile.windows:                   # down for a window: back at its end
-                if w.start <= now < w.end:
-                    m = mask_of(w.machines, n) & down
-                    back[m] = np.minimum(back[m], w.end)
-            ready[down] = np.maximum(ready[down], back[down])
-        self.ready = ready
+        self.s = s
         self.res = []
-        self.blocks = [(w.start, w.end, mask_of(w.machines, n)) for w in s.profile.windows if w.end > now]
+        self.blocks = [(w.start, w.end, w.machines) for w in s.profile.windows if w.end > now]
 
-    def hostmask(self, info: JobInfo) -> np.ndarray | None:
-        if info.nodes is None:
-            return None
-        key = id(info.nodes)
-        m = self.allowed.get(key)
-        if m is None:
-            m = self.allowed[key] = mask_of(info.nodes, self.n)
-        return m
+    @staticmethod
+    def overdue(s: Maui, now: float) -> bool:
+        """A running job is past its planned end (its machines' expected return moves with time)."""
+        first = next(s.profile.running(), None)
+        return first is not None and first[0] <= now
 
-    def blocked(self, a: float, b: float) -> np.ndarray | None:
-        """Nodes a reservation or maintenance window holds during part of [a, b)."""
-        out = None
-        for s, e, m in self.blocks:
-            if s < b and e > a:
-                out = m.copy() if out is None else out | m
+    def blocked(self, a: float, b: float) -> Intervals:
+        """Machines a reservation or maintenance window holds during part of [a, b)."""
+        out: Intervals = []
+        for st, en, ivs in self.blocks:
+            if st < b and en > a:
+                out = union(out, ivs) if out else ivs
         return out
 
-    def free_during(self, a: float, b: float, allowed: np.ndarray | None) -> np.ndarray:
-        m = self.ready <= a
-        if allowed is not None:
-            m &= allowed
-        blk = self.blocked(a, b)
-        if blk is not None:
-            m &= ~blk
-        return m
-
-    # ---------------------------------------------------------------- decisions
-    def fit_now(self, q: int, p: float, now: float, allowed: np.ndarray | None) -> np.ndarray | None:
-        """The q lowest idle nodes free during [now, now + p̃), or None (MJobSelectMNL)."""
-        m = self.free_during(now, now + p, allowed) & self.idle
-        idx = np.flatnonzero(m)
-        return idx[:q] if len(idx) >= q else None
-
-    def earliest(self, q: int, p: float, now: float, allowed: np.ndarray | None) -> tuple[float, np.ndarray]:
-        """Earliest S >= now with q nodes free during [S, S + p̃) and the q lowest of them
-        (MJobGetEStartTime); (inf, empty) if never."""
-        ready = self.ready if allowed is None else np.where(allowed, self.ready, INF)
-        lb = float(np.partition(ready, q - 1)[q - 1])      # no start before q nodes are back
-        if lb == INF:
-            return INF, np.empty(0, dtype=np.intp)
-        if not self.blocks:                               # nothing reserved yet: the q-th return
-            return lb, np.flatnonzero(ready <= lb)[:q]
-        later = ready[(ready >= lb) & (ready < INF)]
-        ends = [e for _, e, _ in self.blocks if lb < e < INF]
-        for t in np.unique(np.concatenate((later, ends)) if ends else later).tolist():
-            idx = np.flatnonzero(self.free_during(t, t + p, allowed))
-            if len(idx) >= q:
-                return t, idx[:q]
-        return INF, np.empty(0, dtype=np.intp)
-
-    def reserve(self, s: float, p: float, idx: np.ndarray) -> None:
-        m = np.zeros(self.n, dtype=bool)
-        m[idx] = True
-        r = (s, s + p, m)
+    def reserve(self, t: float, p: float, ivs: Intervals) -> None:
+        r = (t, t + p, ivs)
         self.res.append(r)
         self.blocks.append(r)
 
-    def take(self, idx: np.ndarray, now: float, p: float) -> Intervals:
-        """Nodes ``idx`` start a job now (``started`` records its planned end when it is launched)."""
-        self.idle[idx] = False
-        self.ready[idx] = max(now + p, now + 1.0)
-        return intervals_of(idx)
+    # ---------------------------------------------------------------- decisions
+    def fit_now(self, q: int, p: float, now: float, allowed: Intervals | None) -> Intervals | None:
+        """The q lowest idle machines free during [now, now + p̃), or None (MJobSelectMNL)."""
+        free = self.s.free
+        if q > free.count:
+            return None
+        blk = self.blocked(now, now + p)
+        if allowed is None and not blk:
+            return _lowest_free(free, q)
+        usable = free.intervals()
+        if allowed is not None:
+            usable = intersect(usable, allowed)
+        if blk:
+            usable = subtract(usable, blk)
+        got = lowest(usable, q)
+        return got if count(got) >= q else None
 
-    def time_to_block(self, now: float) -> np.ndarray:
-        """Per node: seconds until its next reservation or window (inf if none, 0 if held now)."""
-        t = np.full(self.n, INF)
-        for s, e, m in self.blocks:
-            if e > now:
-                t[m] = np.minimum(t[m], max(s - now, 0.0))
-        return t
+    def _returns(self, now: float) -> Iterator[tuple[float, Intervals]]:
+        """(time, machines) as the running jobs' machines come back, in time order: at start + p̃,
+        at now + 1 once past it (MRes.c MResJCreate); machines down now do not, except those of a
+        current maintenance window (at its end)."""
+        s = self.s
+        down = s.unavailable
+        run = s.profile.running()
+        late: list[tuple[float, str]] = []
+        rest: Iterator[tuple[float, str]] = iter(())
+        for end, _, jid in run:
+            if end > now:
+                rest = _chain((end, jid), ((e, j) for e, _, j in run))
+                break
+            late.append((now + 1.0, jid))
+        jobs = s.profile.jobs
+        for t, jid in heapq.merge(late, rest) if late else rest:
+            if t == INF:
+                return
+            ivs = jobs[jid][1]
+            yield t, subtract(ivs, down) if down else ivs
+        # (windows' down machines are merged in by earliest())
+
+    def earliest(self, q: int, p: float, now: float, allowed: Intervals | None) -> tuple[float, Intervals]:
+        """Earliest S >= now with q machines free during [S, S + p̃) and the q lowest of them
+        (MJobGetEStartTime); (inf, []) if never."""
+        s = self.s
+        avail = FreeMachines(0)
+        start = s.free.intervals() if allowed is None else intersect(s.free.intervals(), allowed)
+        avail.release(start)
+        events: Iterator[tuple[float, Intervals]] = self._returns(now)
+        if s.unavailable:
+            back = sorted((w.end, intersect(w.machines, s.unavailable)) for w in s.profile.windows
+                          if w.start <= now < w.end)
+            if back:
+                events = heapq.merge(events, back, key=lambda x: x[0])
+        ends = sorted({e for _, e, _ in self.blocks if now < e < INF})
+        nxt = next(events, None)
+        k = 0
+        t = now
+        while True:
+            blk = self.blocked(t, t + p) if self.blocks else []
+            n = avail.count - (avail.count_in(blk) if blk else 0)
+            if n >= q:
+                got = avail.intervals()
+                return t, lowest(subtract(got, blk) if blk else got, q)
+            while k < len(ends) and ends[k] <= t:
+                k += 1
+            t_next = min(nxt[0] if nxt is not None else INF, ends[k] if k < len(ends) else INF)
+            if t_next == INF:
+                return INF, []
+            t = t_next
+            while nxt is not None and nxt[0] <= t:
+                ivs = nxt[1] if allowed is None else intersect(nxt[1], allowed)
+                if ivs:
+                    avail.release(ivs)
+                nxt = next(events, None)
+
+    def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
+        """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
+        still idle when it is asked for."""
+        prev = 0.0
+        free = self.s.free
+        live = [(st - now, ivs) for st, en, ivs in self.blocks if en > now]
+        while free.count:
+            idle = free.intervals()
+            held = [ivs for wait, ivs in live if wait <= prev]
+            win = idle
+            for ivs in held:
+                win = subtract(win, ivs)
+            if not win:
+                return
+            dur = min((wait for wait, ivs in live if wait > prev and intersect(ivs, win)), default=INF)
+            yield dur, win
+            if dur == INF:
+                return
+            prev = dur
+
+
+def _chain(first: tuple[float, str], rest: Iterator[tuple[float, str]]) -> Iterator[tuple[float, str]]:
+    yield first
+    yield from rest
 
 
 # -------------------------------------------------------------------- the iteration
 def iterate(s: Maui, now: float) -> bool:
     """One Maui iteration on nodes (module docstring); True if a job started."""
-    cfg, wq, nodes = s.cfg, s.wq, s.nodes
-    nodes.begin(s, now)
+    cfg, wq, plan = s.cfg, s.wq, s.plan
+    plan.begin(s, now)
     depth = cfg.depth
     started: list[Entry] = []
     reserved: set[str] = set()
     idle_found = False
     for e in wq.main:
         info = s.info[e.id]
-        if idle_found and len(nodes.res) >= depth:
+        if idle_found and len(plan.res) >= depth:
             break                       # nothing below can start or be reserved any more
         if s._held(e, info):
             continue
-        allowed = nodes.hostmask(info)
         if not idle_found:
-            idx = nodes.fit_now(e.q, e.p, now, allowed)
-            if idx is not None:
-                _start(s, e, idx, now)
+            ivs = plan.fit_now(e.q, e.p, now, info.nodes)
+            if ivs is not None:
+                _start(s, e, ivs, now)
                 started.append(e)
                 continue
-        if len(nodes.res) < depth:
-            t, idx = nodes.earliest(e.q, e.p, now, allowed)
+        if len(plan.res) < depth:
+            t, ivs = plan.earliest(e.q, e.p, now, info.nodes)
             if s.trace_reservations:
                 s.record(now, e, t)
             if t < INF:
                 if t <= now and idle_found:     # MJobPReserve made it for now: start it
-                    _start(s, e, idx, now)
+                    _start(s, e, ivs, now)
                     started.append(e)
                     continue
-                nodes.reserve(t, e.p, idx)
+                plan.reserve(t, e.p, ivs)
                 reserved.add(e.id)
                 continue
         idle_found = True
     for e in started:
         wq.remove(e)
-    if cfg.backfillpolicy != "NONE" and nodes.idle.any():
+    if cfg.backfillpolicy != "NONE" and s.free.count:
         _backfill(s, reserved, now)
     return bool(started)
 
 
-def _start(s: Maui, e: Entry, idx: np.ndarray, now: float) -> None:
-    ivs = s.nodes.take(idx, now, e.p)
+def _start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
     s.free.remove(ivs)
     s.launch(e, ivs, now)
 
 
 def _backfill(s: Maui, reserved: set[str], now: float) -> None:
     """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring)."""
-    cfg, nodes = s.cfg, s.nodes
-    nidle = int(nodes.idle.sum())
-    # no window is larger than the idle nodes: the queue index yields only the jobs that fit them
-    cands = [e for e in s.wq.main.scan(ScanState(nidle, INF, INF)) if e.id not in reserved]
+    cfg = s.cfg
+    # no window is larger than the idle machines: the queue index yields only the jobs that fit them
+    cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
     if not cands:
         return
-    avail = nodes.time_to_block(now)
     limit, metric = cfg.backfilldepth, cfg.backfillmetric
-    prev = 0.0
-    while cands:
-        win = nodes.idle & (avail > prev)
-        size = int(win.sum())
-        if not size:
-            return
-        dur = float(avail[win].min())
+    for dur, win in s.plan.windows(now):
+        size = count(win)
         sel = []
         for e in cands:
             if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id]):
@@ -264,7 +260,7 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
                 best, best_v = None, 0.0
                 for e in pool:
                     v = e.q if metric == "PROCS" else e.p if metric == "SECONDS" else e.q * e.p
-                    if v > best_v and not s._held(e, s.info[e.id]) and _fits(s, e, win, now) is not None:
+                    if v > best_v and not s._held(e, s.info[e.id]) and _fits(s, e, win) is not None:
                         best, best_v = e, v
                 if best is None:
                     break
@@ -276,27 +272,27 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
         if started:
             gone = {e.id for e in started}
             cands = [e for e in cands if e.id not in gone]
-        if dur == INF:
-            return
-        prev = dur
+            if not cands:
+                return
 
 
-def _fits(s: Maui, e: Entry, win: np.ndarray, now: float) -> np.ndarray | None:
-    """The q lowest window nodes still idle (and in the job's HOSTLIST); p̃ <= the window's duration
-    keeps them clear of every reservation and maintenance window."""
-    m = win & s.nodes.idle
-    allowed = s.nodes.hostmask(s.info[e.id])
-    if allowed is not None:
-        m &= allowed
-    idx = np.flatnonzero(m)
-    return idx[:e.q] if len(idx) >= e.q else None
+def _fits(s: Maui, e: Entry, win: Intervals) -> Intervals | None:
+    """The q lowest window machines still idle (and in the job's HOSTLIST); p̃ <= the window's
+    duration keeps them clear of every reservation and maintenance window."""
+    if e.q > s.free.count:
+        return None
+    m = intersect(win, s.free.intervals())
+    if s.info[e.id].nodes is not None:
+        m = intersect(m, s.info[e.id].nodes)
+    got = lowest(m, e.q)
+    return got if count(got) >= e.q else None
 
 
-def _try(s: Maui, e: Entry, win: np.ndarray, now: float) -> bool:
+def _try(s: Maui, e: Entry, win: Intervals, now: float) -> bool:
     if s._held(e, s.info[e.id]):
         return False
-    idx = _fits(s, e, win, now)
-    if idx is None:
+    ivs = _fits(s, e, win)
+    if ivs is None:
         return False
-    _start(s, e, idx, now)
+    _start(s, e, ivs, now)
     return True
