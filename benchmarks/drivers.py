@@ -51,6 +51,7 @@ SCHEDULERS = {
     "easy-sqf": ("easy", {"policy": "SQF"}),
     "conservative": ("conservative", {}),
     "maui": ("maui", {}),
+    "maui-counts": ("maui", {"mechanics": "counts"}),
     "creasy": ("creasy", {"alpha": 6000}),
     "los": ("los", {}),
 }

@@ -57,6 +57,7 @@ def _real(tmp: Path, platform: Path, workloads: list[Path], scheduler: str, opti
 @pytest.mark.parametrize("scheduler,options", [
     ("fcfs", {}), ("easy", {}), ("easy", {"policy": "SQF", "backfill_policy": "LPF"}),
     ("easy", {"reservation": "machines", "theta": None}), ("conservative", {}), ("maui", {"interval": 60}),
+    ("maui", {}), ("maui", {"interval": 60, "mechanics": "counts"}),
     ("tuned_easy", {"period": 3600}),     # what-ifs in the scheduler process; profiles from SIMULATION_BEGINS
     ("creasy", {"alpha": 6000}), ("los", {}),
 ], ids=lambda x: json.dumps(x) if isinstance(x, dict) else x)
@@ -65,6 +66,22 @@ def test_schedulers_under_real_batsim_equal_the_direct_driver(tmp_path, kth, sch
     ours = run_simulation(kth.platform_path, [kth.workload_path], scheduler=scheduler, options=options,
                           export=tmp_path / "engine")
     assert ours.driver == "direct"
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
+
+
+def test_maui_overrun_under_real_batsim_equals_the_direct_driver(tmp_path):
+    """KTH-SP2 converted with --overrun 600 (Batsim's walltime = request + 600): Maui holds the nodes of
+    a job killed at that limit until the poll after the next one, through CALL_ME_LATER."""
+    conv = convert_swf(KTH, tmp_path / "conv", max_jobs=3000, name="kth3000o", overrun=600)
+    data = json.loads(Path(conv.workload_path).read_text())
+    assert any(j["walltime"] == j["requested_walltime"] + 600 for j in data["jobs"])
+    options = {"interval": 5}
+    real = _real(tmp_path, conv.platform_path, [conv.workload_path], "maui", options)
+    run_simulation(conv.platform_path, [conv.workload_path], scheduler="maui", options=options,
+                   export=tmp_path / "engine")
+    jobs = (tmp_path / "engine_jobs.csv").read_text()
+    assert "COMPLETED_WALLTIME_REACHED" in jobs
     for suffix in ("_jobs.csv", "_machine_states.csv"):
         assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
 
