@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -168,11 +169,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if args.interval is not None and args.interval < 0:
         raise BatfeedError(f"--interval must be >= 0 seconds (got {args.interval:g})")
+    if args.overrun is not None and not (args.overrun >= 0 and math.isfinite(args.overrun)):
+        raise BatfeedError(f"--overrun must be a number of seconds >= 0 (got {args.overrun:g})")
     from batfeed.outpaths import writable_dir
 
     writable_dir(args.out, "-o/--output")
     results = validate(args.trace, args.out, config=args.config, interval=args.interval, poll=args.poll,
-                       mechanics=args.mechanics,
+                       mechanics=args.mechanics, overrun=args.overrun,
                        weeks=args.weeks, machines=args.machines, platform=args.platform, events=args.events,
                        maintenance=args.maintenance, on_machine_down=args.on_machine_down, plots=not args.no_plots)
     scored = [r for r in results if r.jobs]
@@ -370,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--mechanics", choices=["nodes", "counts"], default="nodes",
                    help="Maui's node reservations and window backfill (nodes, default) or batfeed's earlier "
                         "count-based model (counts)")
+    s.add_argument("--overrun", type=float, metavar="SECONDS",
+                   help="keep the recorded requests and let jobs run up to request + SECONDS, as Maui's "
+                        "JOBMAXOVERRUN (600 in Maui; default: requests below the run time become run + 1 s)")
     s.add_argument("--weeks", metavar="LIST", help="target weeks, e.g. 1-5,29 (default: all from week 1)")
     s.add_argument("--machines", metavar="FILE", help="Alea .machines file (platform size)")
     s.add_argument("--platform", metavar="XML", help="platform (default: homogeneous, the trace's size)")

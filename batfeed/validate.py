@@ -71,8 +71,12 @@ class WeekResult:
 
 # ---------------------------------------------------------------------------------------- inputs
 def prepare(trace: str | Path, out: Path, machines: str | Path | None = None,
-            platform: str | Path | None = None) -> tuple[Path, Path, dict[str, Any]]:
-    """(workload path, platform path, workload dict) of TRACE (SWF converted, or a workload JSON)."""
+            platform: str | Path | None = None, overrun: float | None = None) -> tuple[Path, Path, dict[str, Any]]:
+    """(workload path, platform path, workload dict) of TRACE (SWF converted, or a workload JSON).
+
+    An SWF's jobs that ran longer than requested get run + 1 s (``over_request="raise"``), unless
+    ``overrun`` is given: then the requests are kept and Batsim lets a job run up to its request +
+    ``overrun`` s (``convert --overrun``, Maui's JOBMAXOVERRUN), Maui planning with the request."""
     from batfeed.adapters.workload import load_workload_json
     from batfeed.platforms.generate import write_homogeneous_platform
 
@@ -94,7 +98,9 @@ def prepare(trace: str | Path, out: Path, machines: str | Path | None = None,
         stem = trace.name.removesuffix(".gz").removesuffix(".xz")
         guess = trace.with_name(stem + ".machines")
         machines = guess if guess.exists() else None
-    res = convert_swf(trace, out / "workload", machines=machines, extended=True, over_request="raise")
+    extra: dict[str, Any] = {"over_request": "raise"} if overrun is None else {"over_request": "keep",
+                                                                                "overrun": overrun}
+    res = convert_swf(trace, out / "workload", machines=machines, extended=True, **extra)
     return res.workload_path, Path(platform) if platform else res.platform_path, load_workload_json(
         res.workload_path)
 
@@ -199,7 +205,7 @@ def _write_events(path: Path, events: list[dict[str, Any]]) -> Path:
 # ---------------------------------------------------------------------------------------- run
 def validate(trace: str | Path, out: str | Path, *, config: str | None = None, interval: float | None = None,
              poll: bool = False, weeks: str | None = None, machines: str | None = None,
-             mechanics: str = "nodes",
+             mechanics: str = "nodes", overrun: float | None = None,
              platform: str | None = None, events: str | None = None, maintenance: str | None = None,
              on_machine_down: str = "ignore", plots: bool = True,
              log: Callable[[str], None] = print) -> list[WeekResult]:
@@ -208,7 +214,7 @@ def validate(trace: str | Path, out: str | Path, *, config: str | None = None, i
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    wl_path, plat, data = prepare(trace, out, machines, platform)
+    wl_path, plat, data = prepare(trace, out, machines, platform, overrun)
     jobs = sorted(data["jobs"], key=lambda j: float(j["subtime"]))
     if not jobs:
         raise InputError("the workload has no job", str(wl_path))

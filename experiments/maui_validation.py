@@ -20,13 +20,15 @@ tables from its run directories:
     .venv/bin/python experiments/maui_validation.py --traces hpc2n --steps 0 --out runs/v \\
         --config schedulers/examples/hpc2n-seth-maui.cfg           # HPC2N's visible per-user limit
     .venv/bin/python experiments/maui_validation.py --traces kth --load 1.4 --out runs/sat
+    .venv/bin/python experiments/maui_validation.py --overrun 600 --out runs/overrun  # Maui's JOBMAXOVERRUN
     .venv/bin/python experiments/maui_validation.py --summary-only --out runs/maui_validation
 
 ``--out`` is the campaign directory (``runs/KEY/`` per run, ``results.csv``); runs already complete
 there are reused, so an interrupted invocation resumes.  The flags edit the campaign before it runs:
 ``--traces`` selects the file's traces (by name), ``--steps`` the ``interval`` grid (0 =
-event-driven), ``--config``/``--poll`` Maui's options, ``--weeks``/``--no-plots`` the ``validate``
-table.  Each trace is converted once (the campaign's ``inputs/``) and shared by every step.
+event-driven), ``--config``/``--poll``/``--mechanics`` Maui's options, ``--overrun`` the traces'
+conversion (recorded requests kept, jobs run up to request + SECONDS), ``--weeks``/``--no-plots``
+the ``validate`` table.  Each trace is converted once (the campaign's ``inputs/``) and shared by every step.
 ``--poll`` adds Maui's poll loop (an iteration at every step while jobs wait), the cost model of the
 paper.  ``--load F`` divides every submit time by F (the trace option ``load``; a saturated machine,
 as Salomon was: only the step-effect tables mean something then, the recorded waits belong to the
@@ -58,7 +60,7 @@ def tag(trace: str, load: float) -> str:
 
 def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: float = 1.0,
              config: str | None = None, poll: bool = False, weeks: str | None = None, mechanics: str = "nodes",
-             plots: bool = True) -> dict[str, Any]:
+             overrun: float | None = None, plots: bool = True) -> dict[str, Any]:
     """The campaign file's mapping edited by the command line (traces whose file is missing left out)."""
     from batfeed.campaign.checks import NAMED_TRACES
     from batfeed.campaign.spec import CampaignError, read_text
@@ -81,6 +83,8 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
                 continue
         if load != 1:
             entry.update(load=load, name=tag(name, load))
+        if overrun is not None:     # recorded requests kept, jobs run up to request + overrun (Maui)
+            entry.update(over_request="keep", overrun=overrun)
         selected.append(entry)
     if not selected:
         raise CampaignError(f"{path}: no trace to run")
@@ -226,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weeks", help="target weeks (default: all)")
     p.add_argument("--config", help="maui.cfg (default: Maui's defaults)")
     p.add_argument("--poll", action="store_true")
+    p.add_argument("--overrun", type=float, metavar="SECONDS",
+                   help="keep the recorded requests, jobs run up to request + SECONDS (Maui's JOBMAXOVERRUN)")
     p.add_argument("--mechanics", choices=["nodes", "counts"], default="nodes",
                    help="Maui's node-level mechanics (default) or the earlier count-based model")
     p.add_argument("--no-plots", action="store_true")
@@ -247,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     interrupted = False
     try:
         spec = campaign(args.campaign, args.traces, steps, load=args.load, config=args.config, poll=args.poll,
-                        mechanics=args.mechanics, weeks=args.weeks, plots=not args.no_plots)
+                        mechanics=args.mechanics, overrun=args.overrun, weeks=args.weeks,
+                        plots=not args.no_plots)
         camp = load_spec(spec, base=args.campaign.resolve().parent)
         table = run_campaign(camp, args.out, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only,

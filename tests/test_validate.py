@@ -194,3 +194,29 @@ def test_experiment_step_effect_table(tmp_path, capsys):
                                                                           604803]
     (run,) = (tmp_path / "x2" / "runs").iterdir()
     assert (run / "errors.csv").exists()
+
+
+def test_overrun_keeps_the_recorded_request(tmp_path, capsys):
+    # three_weeks.swf with job 2 requesting 60 s (it ran 100 s).  By default the request becomes
+    # run + 1 s: 3 waits for 2's end, 90 s (error -210).  With --overrun 0 the request is kept and is
+    # Batsim's limit: 2 is killed at 604860, 3 starts then (wait 50, error -250).  At Δ = 60 Maui
+    # cancels 2 after the first poll past 604860 (604920) and frees its nodes at the next (604980):
+    # 3 waits 170 (error -130); with the run + 1 s request it waits 110 (test above).
+    text = TRACE.read_text().replace("2 604800 50 100 4 -1 -1 4 200", "2 604800 50 100 4 -1 -1 4 60")
+    trace = tmp_path / "over.swf"
+    trace.write_text(text)
+    week1 = {}
+    for name, kw in (("raise", {}), ("keep", {"overrun": 0}), ("keep60", {"overrun": 0, "interval": 60}),
+                     ("raise60", {"interval": 60})):
+        res = validate(trace, tmp_path / name, plots=False, log=lambda s: None, **kw)
+        with open(tmp_path / name / "weeks" / "wk001_errors.csv", newline="") as f:
+            week1[name] = {r["job_id"]: int(r["simulated_wait_s"]) for r in csv.DictReader(f)}
+        assert res[0].jobs == 2
+    assert week1 == {"raise": {"2": 0, "3": 90}, "keep": {"2": 0, "3": 50}, "keep60": {"2": 0, "3": 170},
+                     "raise60": {"2": 0, "3": 110}}
+    wl = json.loads((tmp_path / "keep" / "weeks" / "wk001.json").read_text())
+    job2 = next(j for j in wl["jobs"] if j["id"] == 2)
+    assert (job2["walltime"], job2["requested_walltime"]) == (60, 60)
+    assert main(["validate", str(trace), "--out", str(tmp_path / "bad"), "--overrun", "-1"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--overrun must be a number of seconds >= 0 "
+                                                                      "(got -1)")
