@@ -188,6 +188,7 @@ class Maui(CountMechanics, BackfillScheduler):
         self.counts = self.opts["mechanics"] == "counts"
         self.plan = Plan()
         self._overrun: list[tuple[float, str]] = []               # (release poll, job id) of timed-out jobs
+        self._overrun_checked = False
 
     def make_queue(self) -> WaitQueue:
         return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration
@@ -294,8 +295,28 @@ class Maui(CountMechanics, BackfillScheduler):
             return
         self.info[job.id] = info
         rw = (job.json_dict or {}).get("requested_walltime")      # batfeed convert --overrun
+        if self.cfg.jobmaxoverrun is not None and not self._overrun_checked:
+            self._check_overrun(job, rw)
         self.wq.push(job, self.bs.time(), float(rw) if rw is not None else None)
         self._changed = True
+
+    def _check_overrun(self, job: Job, rw: float | None) -> None:
+        """maui.cfg's JOBMAXOVERRUN X only takes effect through the workload (Batsim enforces the
+        walltime): warn once when the first job with a walltime was not converted with --overrun X."""
+        wall, x = job.requested_time, self.cfg.jobmaxoverrun
+        if wall is None or wall <= 0:
+            return
+        self._overrun_checked = True
+        if x == INF:
+            log.warning("maui.cfg JOBMAXOVERRUN -1 (no limit): Batsim still kills job %s at its walltime %g s; "
+                        "convert with a large --overrun to come close", job.id, wall)
+        elif rw is None:
+            log.warning("maui.cfg JOBMAXOVERRUN %g s has no effect: Batsim kills jobs at their walltime; convert the "
+                        "trace with batfeed convert --overrun %g (job %s has no requested_walltime)", x, x, job.id)
+        elif abs(wall - float(rw) - x) > 1e-6:
+            log.warning("maui.cfg JOBMAXOVERRUN %g s, but the workload extends requests by %g s (job %s: walltime "
+                        "%g, requested_walltime %g): convert with --overrun %g", x, wall - float(rw), job.id, wall,
+                        float(rw), x)
 
     def _never(self, job: Job, info: JobInfo) -> str | None:
         c, q = info.limits, job.requested_resources

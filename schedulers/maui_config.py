@@ -33,6 +33,8 @@ BACKFILLPOLICY              FIRSTFIT      FIRSTFIT, BESTFIT, NONE
 BACKFILLDEPTH               0             idle jobs examined by backfill (0 = all)
 BACKFILLMETRIC              PROCS         BESTFIT's criterion: PROCS (NODES), PROCSECONDS, SECONDS
 RMPOLLINTERVAL              (none)        scheduling interval Δ (the ``interval`` option wins)
+JOBMAXOVERRUN               (none)        checked against the workload: Batsim's walltime must be
+                                          the request + it (``batfeed convert --overrun``); -1 none
 ==========================  ============  ==================================================
 
 Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``
@@ -131,6 +133,7 @@ SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
     "BACKFILLDEPTH": ("backfilldepth", "int"),
     "BACKFILLMETRIC": ("backfillmetric", "bfmetric"),
     "RMPOLLINTERVAL": ("rmpollinterval", "duration"),
+    "JOBMAXOVERRUN": ("jobmaxoverrun", "overrun"),
 }
 
 CHOICES = {
@@ -200,6 +203,7 @@ class MauiConfig:
     backfilldepth: int = 0
     backfillmetric: str = "PROCS"
     rmpollinterval: float | None = None
+    jobmaxoverrun: float | None = None
     users: dict[str, Cred] = field(default_factory=dict)
     groups: dict[str, Cred] = field(default_factory=dict)
     accounts: dict[str, Cred] = field(default_factory=dict)
@@ -256,6 +260,8 @@ def _value(kind: str, text: str) -> Any:
         raise ValueError(f"not a boolean (TRUE/FALSE): {text!r}")
     if kind == "duration":
         return parse_duration(text)
+    if kind == "overrun":           # -1: no limit (MLimit.c MLimitEnforceAll skips JobWCX < 0)
+        return math.inf if text.strip() == "-1" else parse_duration(text)
     if kind == "decay":
         v = float(text)
         if not 0 < v <= 1:

@@ -137,3 +137,18 @@ def test_equal_integer_priorities_keep_submission_order(tmp_path):
         _queue(s, [("a", 0, 3600), ("b", 50, 100)])
         s.wq.refresh(100)
         assert [e.id for e in s.wq.main] == order, mechanics
+
+
+def test_jobmaxoverrun_of_the_config_is_checked_against_the_workload(tmp_path, caplog):
+    # Batsim enforces the walltime, so maui.cfg's JOBMAXOVERRUN acts through the conversion: one
+    # warning when the workload was not converted with the same --overrun, none when it was.
+    cfg = cfg_file(tmp_path, "JOBMAXOVERRUN 00:10:00\n")
+    with caplog.at_level("WARNING", logger="batfeed.schedulers"):
+        schedule(tmp_path / "plain", OVERRUN_JOBS, Maui({"config": cfg}))
+        schedule(tmp_path / "x0", _overrun(OVERRUN_JOBS, 0), Maui({"config": cfg}))
+        schedule(tmp_path / "x600", _overrun(OVERRUN_JOBS, 600), Maui({"config": cfg}))
+    lines = [r.getMessage() for r in caplog.records if "JOBMAXOVERRUN" in r.getMessage()]
+    assert len(lines) == 2
+    assert "has no effect" in lines[0] and "--overrun 600" in lines[0]
+    assert "extends requests by 0 s" in lines[1]
+    assert Maui({"config": cfg_file(tmp_path, "JOBMAXOVERRUN -1\n", "n.cfg")}).cfg.jobmaxoverrun == float("inf")
