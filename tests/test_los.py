@@ -10,7 +10,6 @@ end-to-end runs on the embedded engine with the invariants checked at every deci
 
 from __future__ import annotations
 
-import json
 from itertools import combinations
 from pathlib import Path
 
@@ -199,14 +198,8 @@ def kth_prefix(tmp_path_factory) -> tuple[Path, Path]:
     from conftest import REPO
 
     out = tmp_path_factory.mktemp("kth")
-    conv = convert_swf(REPO / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz", out / "in")
-    data = json.loads(conv.workload_path.read_text())
-    data["jobs"] = data["jobs"][:2000]
-    used = {j["profile"] for j in data["jobs"]}
-    data["profiles"] = {k: v for k, v in data["profiles"].items() if k in used}
-    wl = out / "kth_2000.json"
-    wl.write_text(json.dumps(data))
-    return conv.platform_path, wl
+    conv = convert_swf(REPO / "data" / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz", out / "in", max_jobs=2000)
+    return conv.platform_path, conv.workload_path
 
 
 def test_kth_prefix_invariants_and_determinism(kth_prefix, tmp_path):

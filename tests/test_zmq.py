@@ -125,13 +125,8 @@ def test_pybatsim_schedfcfs_launcher_over_zmq_matches_hand_schedule_and_inproces
 def test_batfeed_fcfs_over_zmq_equals_inprocess_on_500_kth_jobs(tmp_path: Path, kth_trace: Path) -> None:
     """run_simulation(transport="zmq") starts ``batfeed schedule fcfs`` in a subprocess; the
     schedule cannot depend on the transport, so _jobs.csv must equal the in-process run's."""
-    conv = convert_swf(kth_trace, tmp_path / "kth")
-    data = json.loads(conv.workload_path.read_text())
-    data["jobs"] = data["jobs"][:500]
-    used = {j["profile"] for j in data["jobs"]}
-    data["profiles"] = {name: p for name, p in data["profiles"].items() if name in used}
-    workload = tmp_path / "kth500.json"
-    workload.write_text(json.dumps(data))
+    conv = convert_swf(kth_trace, tmp_path / "kth", max_jobs=500)
+    workload = conv.workload_path
 
     zmq = run_simulation(conv.platform_path, [workload], scheduler="fcfs", transport="zmq",
                          export=tmp_path / "zmq", timeout_s=60)
