@@ -49,6 +49,19 @@ def _user_key(user: Any) -> tuple[int, Any]:
     return (1, user) if isinstance(user, str) else (0, user)
 
 
+def job_time_user(job: dict[str, Any], i: int, source: str) -> tuple[float, Any]:
+    """Job ``i``'s ``subtime`` (checked finite) and ``user`` (None when missing; otherwise checked to be
+    a finite number or a string), with one-line errors naming the job (its id, else ``#i``)."""
+    t = job.get("subtime")
+    if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
+        raise InputError(f"job {job.get('id', f'#{i}')}: subtime must be a finite number, got {t!r}", source)
+    user = job.get("user")
+    if user is not None and (not isinstance(user, int | float | str) or isinstance(user, bool)
+                             or (isinstance(user, float) and not np.isfinite(user))):
+        raise InputError(f"job {job.get('id', f'#{i}')}: user must be a number or a string, got {user!r}", source)
+    return t, user
+
+
 class WeeklyLog:
     """A workload prepared for resampling: its jobs grouped by (user, complete week), once for any
     number of draws.  Build it with :meth:`load`."""
@@ -69,13 +82,7 @@ class WeeklyLog:
         for i, job in enumerate(jobs):
             if not isinstance(job, dict) or "id" not in job:
                 raise InputError(f"job #{i} has no 'id'", source)
-            t = job.get("subtime")
-            if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
-                raise InputError(f"job {job['id']}: subtime must be a finite number, got {t!r}", source)
-            user = job.get("user")
-            if user is not None and (not isinstance(user, int | float | str) or isinstance(user, bool)
-                                     or (isinstance(user, float) and not np.isfinite(user))):
-                raise InputError(f"job {job['id']}: user must be a number or a string, got {user!r}", source)
+            t, user = job_time_user(job, i, source)
             profile = job.get("profile")
             if (code := pindex.get(profile) if isinstance(profile, str) else None) is None:
                 raise InputError(f"job {job['id']}: profile {job.get('profile')!r} is not in 'profiles'", source)

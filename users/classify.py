@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from batfeed.adapters.resample import WEEK, _user_key
+from batfeed.adapters.resample import WEEK, _user_key, job_time_user
 
 from batfeed.errors import BatfeedError, InputError
 
@@ -66,15 +66,7 @@ def job_times_users(jobs: list[Any], source: str) -> tuple[np.ndarray, list[Any]
     for i, job in enumerate(jobs):
         if not isinstance(job, dict):
             raise InputError(f"job #{i} is not an object", source)
-        t = job.get("subtime")
-        if not isinstance(t, int | float) or isinstance(t, bool) or not np.isfinite(t):
-            raise InputError(f"job {job.get('id', f'#{i}')}: subtime must be a finite number, got {t!r}", source)
-        user = job.get("user")
-        if user is not None and (not isinstance(user, int | float | str) or isinstance(user, bool)
-                                 or (isinstance(user, float) and not np.isfinite(user))):
-            raise InputError(f"job {job.get('id', f'#{i}')}: user must be a number or a string, got {user!r}",
-                             source)
-        subtime[i], users[i] = t, user
+        subtime[i], users[i] = job_time_user(job, i, source)
     return subtime, users
 
 
