@@ -197,8 +197,12 @@ class BackfillScheduler(BatfeedScheduler):
             self.profile.add_window(s, e, m)
 
     def on_submit(self, job: Job) -> None:
-        self.wq.push(job, self.bs.time())
+        self.wq.push(job, self.bs.time(), self.planned_walltime(job))
         self._changed = True
+
+    def planned_walltime(self, job: Job) -> float | None:
+        """The requested time to plan with, when not the job's Batsim walltime (None: that walltime)."""
+        return None
 
     def onJobCompletion(self, job: Job) -> None:
         jid = job.id

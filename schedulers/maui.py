@@ -294,11 +294,14 @@ class Maui(CountMechanics, BackfillScheduler):
             self.reject(job, why)
             return
         self.info[job.id] = info
-        rw = (job.json_dict or {}).get("requested_walltime")      # batfeed convert --overrun
+        super().on_submit(job)
+
+    def planned_walltime(self, job: Job) -> float | None:
+        """The request kept by ``batfeed convert --overrun`` (Batsim's walltime is request + overrun)."""
+        rw = (job.json_dict or {}).get("requested_walltime")
         if self.cfg.jobmaxoverrun is not None and not self._overrun_checked:
             self._check_overrun(job, rw)
-        self.wq.push(job, self.bs.time(), float(rw) if rw is not None else None)
-        self._changed = True
+        return float(rw) if rw is not None else None
 
     def _check_overrun(self, job: Job, rw: float | None) -> None:
         """maui.cfg's JOBMAXOVERRUN X only takes effect through the workload (Batsim enforces the
@@ -454,22 +457,21 @@ class Maui(CountMechanics, BackfillScheduler):
         if (self._static and sig == self._idle and not self.trace_reservations
                 and (self.counts or not Plan.overdue(self, now))):
             return                      # same state and order as an iteration that started nothing
+        free = self.free.count
+        if not self.counts and not self.trace_reservations and all(e.q > free for e in wq.main):
+            return                      # no job fits the idle nodes: nothing starts, in the pass or a window
         self.iterations += 1
         self._neg_held = {}
-        if not self.counts:
-            free = self.free.count
-            if not self.trace_reservations and all(e.q > free for e in wq.main):
-                self.iterations -= 1
-                return                  # no job fits the idle nodes: nothing starts, in the pass or a window
-            wq.refresh(now)
-            n = len(wq)
-            started_any = iterate(self, now)
-            idle = not started_any and len(wq) == n and not self._neg_held
-            if self.interval is not None and now - self._last_submit < self.interval:
-                idle = False     # a job in its first pass is ranked without the one-poll lag: may reorder
-            self._idle = sig if idle else None
+        if self.counts:
+            self.iterate_counts(now)
             return
-        self.iterate_counts(now)
+        wq.refresh(now)
+        n = len(wq)
+        started_any = iterate(self, now)
+        idle = not started_any and len(wq) == n and not self._neg_held
+        if self.interval is not None and now - self._last_submit < self.interval:
+            idle = False     # a job in its first pass is ranked without the one-poll lag: may reorder
+        self._idle = sig if idle else None
 
     def _held(self, e: Entry, info: JobInfo) -> bool:
         """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""

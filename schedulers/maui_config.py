@@ -228,6 +228,11 @@ class MauiConfig:
     def depth(self) -> int:
         return 0 if self.reservationpolicy == "NEVER" else self.reservationdepth
 
+    def bf_value(self, q: int, p: float) -> float:
+        """BESTFIT's BACKFILLMETRIC of a job of q machines and walltime p (MBF.c MBFBestFit)."""
+        metric = self.backfillmetric
+        return q if metric == "PROCS" else p if metric == "SECONDS" else q * p
+
 
 def parse_duration(text: str) -> float:
     """``[[[DD:]HH:]MM:]SS`` -> seconds (each part a non-negative number); ValueError otherwise."""

@@ -174,14 +174,13 @@ class CountMechanics:
             self.wq.remove(e)
 
     def _bestfit(self, reserved: set[str], now: float) -> None:
-        metric = self.cfg.backfillmetric
         pool = [(e, info) for e, info, _ in self._candidates(reserved)]
         while pool and self.free.count > 0:
             best, best_v = -1, -INF
             for i, (e, info) in enumerate(pool):
                 if e.q > self.free.count or self._held(e, info) or not self._usable(e, info, now):
                     continue
-                v = e.q if metric == "PROCS" else e.p if metric == "SECONDS" else e.q * e.p
+                v = self.cfg.bf_value(e.q, e.p)
                 if v > best_v:
                     best, best_v = i, v
             if best < 0:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.jobqueue import ScanState
@@ -42,18 +43,6 @@ if TYPE_CHECKING:
     from batfeed.schedulers.maui import Maui
 
 INF = float("inf")
-
-
-def _lowest_free(free: FreeMachines, q: int) -> Intervals:
-    """The q lowest free machines (without taking them)."""
-    out: Intervals = []
-    for a, b in zip(free.starts, free.ends, strict=True):
-        if b - a + 1 >= q:
-            out.append((a, a + q - 1))
-            return out
-        out.append((a, b))
-        q -= b - a + 1
-    return out
 
 
 class Plan:
@@ -95,7 +84,7 @@ class Plan:
             return None
         blk = self.blocked(now, now + p)
         if allowed is None and not blk:
-            return _lowest_free(free, q)
+            return lowest(zip(free.starts, free.ends, strict=True), q)   # without listing every free interval
         usable = free.intervals()
         if allowed is not None:
             usable = intersect(usable, allowed)
@@ -115,7 +104,7 @@ class Plan:
         rest: Iterator[tuple[float, str]] = iter(())
         for end, _, jid in run:
             if end > now:
-                rest = _chain((end, jid), ((e, j) for e, _, j in run))
+                rest = chain(((end, jid),), ((e, j) for e, _, j in run))
                 break
             late.append((now + 1.0, jid))
         jobs = s.profile.jobs
@@ -182,11 +171,6 @@ class Plan:
             prev = dur
 
 
-def _chain(first: tuple[float, str], rest: Iterator[tuple[float, str]]) -> Iterator[tuple[float, str]]:
-    yield first
-    yield from rest
-
-
 # -------------------------------------------------------------------- the iteration
 def iterate(s: Maui, now: float) -> bool:
     """One Maui iteration on nodes (module docstring); True if a job started."""
@@ -240,7 +224,7 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
     cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
     if not cands:
         return
-    limit, metric = cfg.backfilldepth, cfg.backfillmetric
+    limit = cfg.backfilldepth
     for dur, win in s.plan.windows(now):
         size = count(win)
         sel = []
@@ -256,17 +240,17 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
                     started.append(e)
         else:
             pool = list(sel)
-            while pool:
-                best, best_v = None, 0.0
+            while pool:            # the largest metric among the jobs that fit, first in priority order
+                best, best_v, best_ivs = None, 0.0, None
                 for e in pool:
-                    v = e.q if metric == "PROCS" else e.p if metric == "SECONDS" else e.q * e.p
-                    if v > best_v and not s._held(e, s.info[e.id]) and _fits(s, e, win) is not None:
-                        best, best_v = e, v
+                    v = cfg.bf_value(e.q, e.p)
+                    if v > best_v and not s._held(e, s.info[e.id]) and (ivs := _fits(s, e, win)) is not None:
+                        best, best_v, best_ivs = e, v, ivs
                 if best is None:
                     break
                 pool.remove(best)
-                if _try(s, best, win, now):
-                    started.append(best)
+                _start(s, best, best_ivs, now)
+                started.append(best)
         for e in started:
             s.wq.remove(e)
         if started:

@@ -9,6 +9,7 @@ O(log k + touched intervals) even on a 90,000-machine platform.  The module-leve
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 
 Intervals = list[tuple[int, int]]
 
@@ -164,8 +165,8 @@ def union(ivs: Intervals, other: Intervals) -> Intervals:
     return out
 
 
-def lowest(ivs: Intervals, n: int) -> Intervals:
-    """The ``n`` lowest machines of ``ivs`` (all of them if there are fewer)."""
+def lowest(ivs: Iterable[tuple[int, int]], n: int) -> Intervals:
+    """The ``n`` lowest machines of ``ivs`` (all of them if there are fewer; read only as far as needed)."""
     out: Intervals = []
     for a, b in ivs:
         if n <= 0:
