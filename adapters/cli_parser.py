@@ -30,8 +30,7 @@ INPUTS = {"swf": ("TRACE", "SWF trace(s): plain, .gz or .xz"),
           "to-maui": ("WORKLOAD", "Batsim workload JSON or SWF trace(s)")}
 SWF_FILTERS = ("tune",)  # names of batfeed.adapters.filters.FILTERS (not imported here: it imports swf)
 _CLEANING = {"unit", "procs_per_node", "nb_res", "walltime_fallback", "over_request", "overrun", "zero_runtime",
-             "status",
-             "user", "window", "max_jobs", "speed", "size_scale", "profiles"}
+             "status", "user", "window", "max_jobs", "speed", "size_scale", "profiles"}
 ALLOWED: dict[str, set[str]] = {
     "swf": _CLEANING | {"size_from", "extended", "machines", "filter"},
     "pbs": _CLEANING | {"nodes", "tz"},

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from batfeed.adapters.common import fmt_number
+
 __all__ = ["FIRST_DROPPED_MAX", "Tally", "format_report", "write_report"]
 
 FIRST_DROPPED_MAX = 5
@@ -95,9 +97,8 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"{'category':<9} {'reason':<{width}} {'count':>7}")
         lines += [f"{cat:<9} {reason:<{width}} {count:>7}" for cat, reason, count in rows]
     if (over := report.get("overrun")) is not None:
-        seconds = over["seconds"]
         line = (f"overrun: {over['completed_past_request']} jobs run past their request "
-                f"(limit extended by {int(seconds) if float(seconds).is_integer() else seconds} s)")
+                f"(limit extended by {fmt_number(over['seconds'])} s)")
         if over.get("killed_at_limit"):
             line += f"; {over['killed_at_limit']} still reach the extended limit and are killed"
         lines.append(line)

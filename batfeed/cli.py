@@ -191,8 +191,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_fit_users(args: argparse.Namespace) -> int:
-    import json
-
     from batfeed.outpaths import writable_file
     from batfeed.users.site_fit import fit_site, format_fit, read_trace
 
