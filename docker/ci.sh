@@ -4,7 +4,7 @@
 #   docker/ci.sh
 #
 # 1. a Docker engine: the running one; else, as root, dockerd from the OS packages (apt-get install
-#    docker.io when missing), started with its default options and stopped again at the end (by PID);
+#    docker.io when missing, waiting at most APT_LOCK_WAIT s while another apt holds the lock), started with its default options and stopped again at the end (by PID);
 # 2. a base image: python:3.11-slim-bookworm (local, or pulled where a registry answers), else one made
 #    from Debian's packages (debootstrap --variant=minbase + docker import), kept as $CI_BASE_IMAGE
 #    and reused by later runs on the same machine;
@@ -22,7 +22,8 @@
 #
 # Environment: BATFEED_DOCKER=off (skip), BATSIM_IMAGE, BATFEED_IMAGE (default batfeed:local),
 # BATFEED_BASE_IMAGE (a base image to use as is), DEBIAN_MIRROR (debootstrap, default
-# http://deb.debian.org/debian), PULL_TIMEOUT (seconds per `docker pull`, default 30).
+# http://deb.debian.org/debian), PULL_TIMEOUT (seconds per `docker pull`, default 30), APT_LOCK_WAIT
+# (seconds to wait for another apt/dpkg to release its lock, default 300; docker/apt.sh).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,14 +59,9 @@ stop_dockerd() {
 trap stop_dockerd EXIT
 trap 'exit 143' TERM INT
 
-apt_install() { # PACKAGE...: from the OS packages, quietly (log in $LOGS/apt.log); false on failure
-    command -v apt-get > /dev/null || return 1
-    local env=(env DEBIAN_FRONTEND=noninteractive)
-    if ! "${env[@]}" apt-get install -y -q --no-install-recommends "$@" >> "$LOGS/apt.log" 2>&1; then
-        "${env[@]}" apt-get update -q >> "$LOGS/apt.log" 2>&1 || return 1
-        "${env[@]}" apt-get install -y -q --no-install-recommends "$@" >> "$LOGS/apt.log" 2>&1 || return 1
-    fi
-}
+APT_LOG=$LOGS/apt.log
+# shellcheck source=docker/apt.sh
+. "$HERE/apt.sh"          # apt_install: waits (bounded, APT_LOCK_WAIT) while another apt holds the lock
 
 # ------------------------------------------------------------------------------ 1. the engine
 if command -v docker > /dev/null && timeout 20 docker info > /dev/null 2>&1; then
@@ -76,7 +72,9 @@ else
     if ! command -v dockerd > /dev/null; then
         command -v apt-get > /dev/null || skip "no dockerd, and no apt-get to install docker.io"
         hold "installing docker.io from the OS packages"
-        apt_install docker.io || skip "no dockerd, and apt-get install docker.io failed (see $LOGS/apt.log)"
+        rc=0; apt_install docker.io || rc=$?
+        [ "$rc" != 2 ] || skip "no dockerd, and another apt/dpkg held the lock for ${APT_LOCK_WAIT}s (see $LOGS/apt.log)"
+        [ "$rc" = 0 ] || skip "no dockerd, and apt-get install docker.io failed (see $LOGS/apt.log)"
     fi
     command -v docker > /dev/null || skip "dockerd installed but no docker client"
     # a dockerd killed earlier may leave its pid file behind, which stops the next one from starting

@@ -744,3 +744,85 @@ def test_ci_script_skips_in_one_line_without_an_engine(tmp_path, how):
     assert result.returncode == 0, result.stdout + result.stderr
     lines = (result.stdout + result.stderr).strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("docker/ci.sh: Docker stage skipped: "), lines
+
+
+# ================================================================ self-sufficient stages (issue 25)
+
+def test_wheelhouse_uses_the_projects_own_pip(tmp_path):
+    """docker/wheelhouse.sh downloads with the pip of .tools/ (scripts/bootstrap.sh), not with `python3` or
+    $PYTHON: here both are the project's uv venv, which has no pip (the fresh-clone failure of issue 25)."""
+    assert subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode != 0, \
+        "the test's Python has pip: it would not show the failure"
+    venv_bin = tmp_path / "bin"                     # `python3` on PATH is the pip-less venv Python
+    venv_bin.mkdir()
+    (venv_bin / "python3").symlink_to(sys.executable)
+    env = dict(os.environ, PYTHON=sys.executable, PATH=f"{venv_bin}{os.pathsep}{os.environ['PATH']}")
+    env.pop("WHEELHOUSE_PYTHON", None)
+    result = subprocess.run([BASH, str(DOCKER / "wheelhouse.sh")], capture_output=True, text=True, env=env,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^wheelhouse: docker/\.build/wheelhouse \(\d+ files", result.stdout, re.M), result.stdout
+    wheels = DOCKER / ".build" / "wheelhouse"
+    from packaging.markers import Marker
+
+    pinned = [req.strip() for line in (wheels / "requirements.txt").read_text().splitlines()
+              if "==" in line and not line.startswith(" ")
+              for req, _, marker in [line.rstrip(" \\").partition(";")] if not marker or Marker(marker).evaluate()]
+    have = {p.name.split("-")[0].lower().replace("_", "-") for p in wheels.iterdir()}
+    missing = [r for r in pinned if r.split("==")[0].lower().replace("_", "-") not in have]
+    assert pinned and not missing, missing
+
+
+APT_STAND_IN = """#!/usr/bin/env bash
+# stand-in apt-get: the lock is held for the first $LOCKED_CALLS calls, then it succeeds (or fails: $FAIL)
+n=$(( $(cat "$STATE" 2>/dev/null || echo 0) + 1 )); echo "$n" > "$STATE"
+echo "apt-get $*" >> "$CALLS"
+if [ "$n" -le "$LOCKED_CALLS" ]; then
+    echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (apt-get)" >&2; exit 100
+fi
+[ -z "${FAIL:-}" ] || [[ " $* " == *" update "* ]] || { echo "E: Unable to locate package $FAIL" >&2; exit 100; }
+echo "Setting up $*"
+"""
+
+
+def _apt(tmp_path: Path, locked_calls: int, wait: int, fail: str = "") -> tuple[subprocess.CompletedProcess, list]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "apt-get").write_text(APT_STAND_IN)
+    (bin_dir / "apt-get").chmod(0o755)
+    calls = tmp_path / "calls"
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", STATE=str(tmp_path / "n"),
+               CALLS=str(calls), LOCKED_CALLS=str(locked_calls), FAIL=fail, APT_LOCK_WAIT=str(wait),
+               APT_LOCK_POLL="0.05", APT_LOG=str(tmp_path / "apt.log"))
+    script = f'set -euo pipefail; . {shlex.quote(str(DOCKER / "apt.sh"))}; rc=0; apt_install docker.io || rc=$?; ' \
+             'echo "rc=$rc"'
+    result = subprocess.run([BASH, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    return result, calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_apt_waits_for_the_dpkg_lock(tmp_path):
+    """docker/ci.sh's apt_install waits while another apt holds the lock (bounded) instead of giving up."""
+    result, calls = _apt(tmp_path, locked_calls=3, wait=30)
+    assert result.stdout.strip() == "rc=0", result.stdout + result.stderr
+    assert len(calls) == 4 and all(c.startswith("apt-get -o DPkg::Lock::Timeout=") for c in calls)
+    assert all(c.endswith("install -y -q --no-install-recommends docker.io") for c in calls)
+    assert result.stderr.strip().splitlines() == \
+        ["apt.sh: another apt or dpkg holds the lock; waiting up to 30s"], result.stderr
+
+
+def test_apt_gives_up_when_the_lock_stays_held(tmp_path):
+    result, calls = _apt(tmp_path, locked_calls=10**6, wait=1)
+    assert result.stdout.strip() == "rc=2"
+    assert result.stderr.strip().splitlines()[-1] == (
+        "apt.sh: the apt/dpkg lock stayed held for 1s: E: Could not get lock /var/lib/dpkg/lock-frontend. "
+        "It is held by process 4242 (apt-get)")
+    assert 2 <= len(calls) < 100, "bounded, and polled"
+
+
+def test_apt_other_failures_do_not_wait(tmp_path):
+    """A missing package fails at once (install, update, install again: no lock wait)."""
+    result, calls = _apt(tmp_path, locked_calls=0, wait=300, fail="docker.io")
+    assert result.stdout.strip() == "rc=1" and result.stderr == ""
+    assert [c.split("=", 1)[1].split(" ", 1)[1] for c in calls] == \
+        ["install -y -q --no-install-recommends docker.io", "update -q",
+         "install -y -q --no-install-recommends docker.io"]
