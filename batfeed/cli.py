@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -445,15 +446,21 @@ def main(argv: list[str] | None = None) -> int:
         return _stdout_closed()
     except BatfeedError as err:
         print_debug(err)
-        print(f"batfeed {args.command}: error: {err}", file=sys.stderr)
+        print(f"batfeed {args.command}: error: {_one_line(str(err))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("batfeed: interrupted", file=sys.stderr)
         return 130
     except Exception as err:                  # keep last: a failure no check anticipated, still one line
         print_debug(err)
-        print(f"batfeed {args.command}: {internal_error(err)}", file=sys.stderr)
+        print(f"batfeed {args.command}: {_one_line(internal_error(err))}", file=sys.stderr)
         return 1
+
+
+def _one_line(message: str) -> str:
+    """An error is one line on stderr, whatever a library put in its message (pandas' parser errors end in
+    a newline): line breaks and the blanks around them become one space."""
+    return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
 if __name__ == "__main__":

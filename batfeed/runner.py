@@ -30,6 +30,7 @@ from batfeed.manifest import (
     python_call,
     resolve_scheduler_options,
     resolve_user_options,
+    spec_of,
     utc_now,
     write_manifest,
 )
@@ -100,6 +101,13 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
     config = EngineConfig(enable_dynamic_jobs=dynamic, acknowledge_dynamic_jobs=ack,
                           enable_profile_reuse=profile_reuse, forward_profiles_on_submission=forward_profiles,
                           forward_unknown_events=forward_unknown, sched_config=sched_config)
+    sched = None                        # options first: a bad option is the one line, before any warning
+    if transport == "inprocess":
+        if scheduler is None:
+            raise BatfeedError("the in-process transport needs a scheduler name")
+        sched = make_scheduler(scheduler, options)
+    elif transport == "zmq" and scheduler is not None:
+        check_options(scheduler, options)
     sim = load_simulation(platform, workloads, events, config, master_host, mmax)
     from batfeed.schedulers.backfill import walltime_warnings
     for line in walltime_warnings(scheduler, sim.workloads.values()):   # EASY & co. without walltimes
@@ -112,13 +120,10 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
         def on_progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
         sim.on_progress = on_progress
-    proc = sched = None
+    proc = None
     ok = False
     try:
         if transport == "inprocess":
-            if scheduler is None:
-                raise BatfeedError("the in-process transport needs a scheduler name")
-            sched = make_scheduler(scheduler, options)
             link: Any = in_process_driver(sched, driver)
         elif transport == "zmq":
             check = None
@@ -166,6 +171,16 @@ def _manifest(given: dict[str, Any], asked: tuple[Any, ...], result: SimulationR
                           inputs=input_entries(given["platform"], workloads, events, sched, users), result=result,
                           started=started, wall_time_s=wall, transport=transport, switches=switches,
                           prefix=given["export"])
+
+
+def check_options(scheduler: str, options: dict[str, Any] | None) -> None:
+    """Check the options of a scheduler with option specs (batfeed's) as its constructor would, for a
+    scheduler that runs in another process (``--transport zmq``): the error comes before any input warning."""
+    from batfeed.schedulers.options import validate
+
+    target, specs = spec_of(scheduler)
+    if target is not None and specs is not None:
+        validate(specs, dict(options or {}), target.rpartition(":")[2])
 
 
 def in_process_driver(sched: Any, driver: str = "auto") -> Any:

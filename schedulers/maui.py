@@ -106,6 +106,7 @@ log = logging.getLogger("batfeed.schedulers")
 
 INF = float("inf")
 NEG_RETRY = 60.0        # s between re-examinations of jobs held for a negative priority (event-driven)
+_WARNED: set[str] = set()   # the maui.cfg warnings already said in this process
 KINDS = (("users", "user"), ("groups", "group"), ("accounts", "account"), ("classes", "class"))
 
 
@@ -156,7 +157,9 @@ class Maui(CountMechanics, BackfillScheduler):
         super().__init__(options)
         cfg = self.cfg = load_config(self.opts["config"])
         for w in cfg.warnings:
-            log.warning("%s", w)
+            if w not in _WARNED:        # once per process: `batfeed validate` makes one Maui per week
+                _WARNED.add(w)
+                log.warning("%s", w)
         iv = self.opts["interval"] if "interval" in self.options else cfg.rmpollinterval
         self.interval: float | None = float(iv) if iv else None
         self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
