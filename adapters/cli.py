@@ -116,7 +116,7 @@ def _dispatch(args: argparse.Namespace, window: tuple[Any, Any]) -> Iterator[tup
 
         fields = args.fields.split(",") if args.fields else None
         results = [convert_sacct(args.input, out, strict=strict, nb_res=args.nb_res, tz=tz, fields=fields,
-                                 name=args.name, **_options(args, window))]
+                                 nodes_file=args.nodes, name=args.name, **_options(args, window))]
     elif fmt == "maui":
         from batfeed.adapters.maui import convert_maui
 

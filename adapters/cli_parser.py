@@ -35,7 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "swf": _CLEANING | {"size_from", "extended", "machines", "filter"},
     "pbs": _CLEANING | {"nodes", "tz"},
     "maui": _CLEANING | {"resources"},
-    "sacct": _CLEANING | {"tz", "fields"},
+    "sacct": _CLEANING | {"tz", "fields", "nodes"},
     "downtimes": {"platform", "nb_nodes", "workload", "origin", "horizon", "min_duration", "source", "system", "tz"},
     "to-swf": {"workload"},
     "to-maui": {"epoch", "unit", "procs_per_node"},
@@ -91,7 +91,9 @@ OPTIONS: list[tuple[str, tuple[str, ...], dict[str, Any], dict[str, str]]] = [
                            "help": "a study's extra cleaning rules: tune (the online-tuning paper's: allocated "
                                    "processors > platform, run time <= 0, submit < 0, request <= 0 or below the run "
                                    "time; adapters/filters.py)"}, {}),
-    (_FMT, ("--nodes",), {"metavar": "FILE", "help": "node list: 'name [procs]' lines or pbsnodes -a output"}, {}),
+    (_FMT, ("--nodes",), {"metavar": "FILE", "help": "node list: 'name [procs]' lines or pbsnodes -a output"},
+     {"sacct": "node CPUs (default: the most in use at once on each node): 'NODE CPUS' lines (sinfo -N -h -o "
+               "'%%N %%c'), slurm.conf NodeName=... CPUs=N lines or scontrol show node output"}),
     (_FMT, ("--resources",), {"metavar": "RESOURCE_TRACE",
                               "help": "Maui resource trace: the platform (node speeds) and its unavailable nodes"},
      {}),

@@ -16,8 +16,8 @@ from xml.sax.saxutils import quoteattr
 
 from batfeed.errors import InputError
 
-__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "platform_size", "safe_name",
-           "write_node_platform", "xml_safe"]
+__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "peak_use", "platform_size", "safe_name",
+           "split_procs", "write_node_platform", "xml_safe"]
 
 MASTER = "master_host"
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -135,6 +135,37 @@ def nodes_from_jobs(items: Iterable[Any]) -> list[tuple[str, int]]:
             for h in map(safe_name, hosts):
                 slots[h] = max(slots.get(h, 1), per)
     return sorted(slots.items())
+
+
+def split_procs(procs: int, count: int) -> list[int]:
+    """``procs`` processors spread evenly over ``count`` nodes, in node-list order: the first
+    ``procs % count`` nodes take one more, each node at least 1 (the total is exact when ``procs >= count``)."""
+    share, extra = divmod(max(procs, 1), count)
+    return [max(1, share + (i < extra)) for i in range(count)]
+
+
+def peak_use(uses: Iterable[tuple[str, float, float, int]]) -> dict[str, int]:
+    """Node -> most processors in use at once, from ``(node, start, end, procs)`` uses over
+    ``[start, end)`` (``end`` may be ``inf``).  A use that ends when another starts does not overlap it;
+    a zero-length use adds to the uses spanning its instant only (not to those starting then, nor to
+    other zero-length ones: with times in whole seconds, these most likely came one after the other)."""
+    events: dict[str, list[tuple[float, int, int]]] = {}
+    for node, start, end, procs in uses:
+        # at one instant: ends (0), then zero-length uses (1), then starts (2)
+        events.setdefault(node, []).extend(((start, 2, procs), (end, 0, procs)) if end > start else
+                                           ((start, 1, procs),))
+    peaks: dict[str, int] = {}
+    for node, evs in events.items():
+        evs.sort()
+        now = peak = 0
+        for _, kind, procs in evs:
+            if kind == 1:
+                peak = max(peak, now + procs)
+            else:
+                now += procs if kind == 2 else -procs
+                peak = max(peak, now)
+        peaks[node] = peak
+    return peaks
 
 
 def platform_size(nodes: Sequence[tuple[str, int]], unit: str) -> int:
