@@ -44,18 +44,19 @@ class BadRecord(InputError):
 
 
 def open_text(path: str | Path) -> TextIO:
-    """Open a text trace, gzip- or xz-compressed or plain (detected from its first bytes)."""
+    """Open a text trace, gzip- or xz-compressed or plain (detected from its first bytes); a leading
+    UTF-8 byte-order mark (Windows editors, Excel's "CSV UTF-8") is dropped, so line 1 reads as written."""
     path = Path(path)
     try:
         with path.open("rb") as raw:
             magic = raw.read(6)
         if magic[:2] == b"\x1f\x8b":
-            return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+            return gzip.open(path, "rt", encoding="utf-8-sig", errors="replace")
         if magic == b"\xfd7zXZ\x00":
-            return lzma.open(path, "rt", encoding="utf-8", errors="replace")
+            return lzma.open(path, "rt", encoding="utf-8-sig", errors="replace")
         if path.name.endswith((".gz", ".xz")):
             raise InputError(f"not a {path.suffix[1:]} file", str(path))
-        return path.open(encoding="utf-8", errors="replace")
+        return path.open(encoding="utf-8-sig", errors="replace")
     except FileNotFoundError:
         raise InputError("no such file", str(path)) from None
     except IsADirectoryError:

@@ -16,7 +16,7 @@ from typing import Any
 
 from batfeed.adapters.common import fmt_number
 
-__all__ = ["FIRST_DROPPED_MAX", "Tally", "format_report", "write_report"]
+__all__ = ["FIRST_DROPPED_MAX", "Tally", "format_report", "format_summary", "write_report"]
 
 FIRST_DROPPED_MAX = 5
 
@@ -105,3 +105,25 @@ def format_report(report: dict[str, Any]) -> str:
     for reason, examples in sorted(report.get("first_dropped", {}).items()):
         lines.append(f"first {reason}: {', '.join(examples)}")
     return "\n".join(lines)
+
+
+def format_summary(report: dict[str, Any]) -> str:
+    """One line of a cleaning report (what an on-the-fly conversion prints): ``read 200 records, kept 199;
+    platform 64 resources (from MaxProcs); dropped 1: duplicate_id 1 (first: line 202: job 199)``, then the
+    modified records and warnings the same way (counts per reason, largest first)."""
+    what = report.get("unit", "records")
+    text = f"read {report['read']} {what}, kept {report['kept']}"
+    if "nb_res" in report:
+        text += f"; platform {report['nb_res']} resources (from {report.get('platform_size_from', '?')})"
+    first = report.get("first_dropped", {})
+    for label, key in (("dropped", "dropped"), ("modified", "modified"), ("warnings", "warnings")):
+        counts = report.get(key) or {}
+        if not counts:
+            text += "; dropped 0" if key == "dropped" else ""
+            continue
+        parts = []
+        for reason, n in sorted(counts.items(), key=lambda rc: (-rc[1], rc[0])):
+            example = first.get(reason) if key == "dropped" else None
+            parts.append(f"{reason} {n}" + (f" (first: {example[0]})" if example else ""))
+        text += f"; {label} {sum(counts.values())}: " + ", ".join(parts)
+    return text

@@ -111,16 +111,18 @@ class WeeklyLog:
         self._tails: list[str | None] = [None] * n  # each used job's JSON after id and subtime
 
     @classmethod
-    def load(cls, workload: dict[str, Any] | str | Path) -> WeeklyLog:
-        """From a workload dict or a Batsim workload JSON file (plain or gzip/xz-compressed)."""
+    def load(cls, workload: dict[str, Any] | str | Path, source: str | Path | None = None) -> WeeklyLog:
+        """From a workload dict or a Batsim workload JSON file (plain or gzip/xz-compressed); ``source``:
+        the file it was converted from (e.g. an SWF trace), named in errors and recorded with its sha256."""
         if isinstance(workload, dict):
             return cls(workload)
         from batfeed.adapters.workload import load_workload_json
 
         data = load_workload_json(workload)
-        with Path(workload).open("rb") as raw:
+        shown = Path(workload if source is None else source)
+        with shown.open("rb") as raw:
             sha = hashlib.file_digest(raw, "sha256").hexdigest()
-        return cls(data, str(workload), sha)
+        return cls(data, str(shown), sha)
 
     def draws(self, weeks: int, seed: int) -> np.ndarray:
         """The original week of each (simulated week, user rank): an int64 array (weeks, users)."""

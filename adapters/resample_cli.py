@@ -9,7 +9,7 @@ of resamples vs their original (models.md §E "Validation"; users/resample_valid
 from __future__ import annotations
 
 import argparse
-import sys
+import math
 import time
 from pathlib import Path
 
@@ -28,7 +28,8 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
             "log, at their offsets in the week (Gaussier et al., Online Tuning of EASY-Backfilling)")
     w = methods.add_parser("weekly", help=text, description=text)
     w.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz), e.g. from "
-                                                        "'batfeed convert swf --filter tune'")
+                                                        "'batfeed convert swf --filter tune', or an SWF trace "
+                                                        "(.swf, .swf.gz, .swf.xz: converted on the fly)")
     w.add_argument("--weeks", type=int, default=104, metavar="W",
                    help="length of each resampled trace in weeks (default 104: the paper's 2 years)")
     _seeded_outputs(w)
@@ -36,16 +37,20 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     text = ("Zakay & Feitelson's user-based resampling: long-term users (span > 12 weeks) with restarts and "
             "temporary users arriving weekly, whole-week shifts, load factor f (users/zf_resample.py)")
     u = methods.add_parser("users", help=text, description=text)
-    u.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz) with a 'user' per job")
+    u.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz) with a 'user' per job, "
+                                                        "or an SWF trace (converted on the fly)")
     u.add_argument("--weeks", type=int, default=104, metavar="W", help="length of each trace in weeks (default 104)")
     u.add_argument("--load", type=float, default=1.0, metavar="F",
-                   help="load factor f: scales the user populations and the arrival rate (default 1)")
+                   help="load factor f > 0: scales the user populations and the arrival rate (default 1)")
     u.add_argument("--rb-npw", type=float, default=0.0, metavar="X",
                    help="rare-behaviour arrivals per week (default 0): flurries found by the calibrated detector "
                         "(users/flurry.py) leave the regular pools and come back as whole units, X per week on "
                         "average, taken out of the temporary arrivals; their jobs carry resampled_rb")
     u.add_argument("--flurries", action="store_true",
                    help="split the detected flurries off even with --rb-npw 0 (removed from the pools)")
+    u.add_argument("--anonymous-user", action="store_true",
+                   help="resample the jobs without a 'user' together as one anonymous user, as 'resample weekly' "
+                        "does (default: such a workload is refused)")
     u.add_argument("--classes", metavar="FILE.json", help="also write the user classification (counts per class)")
     _seeded_outputs(u)
     u.set_defaults(func=cmd_resample_users)
@@ -102,17 +107,23 @@ def cmd_resample_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_resample_users(args: argparse.Namespace) -> int:
-    """Run ``batfeed resample users``: classify once, write each seed's resample."""
+    """Run ``batfeed resample users``: classify once, write each seed's resample (never an empty one)."""
+    if not (math.isfinite(args.load) and args.load > 0):
+        raise BatfeedError(f"--load must be a finite number > 0 (got {args.load:g})")
+    if not (math.isfinite(args.rb_npw) and args.rb_npw >= 0):
+        raise BatfeedError(f"--rb-npw must be a finite number >= 0 (got {args.rb_npw:g})")
+    seeds, paths = checked_outputs(args)
     from batfeed.adapters.resample import write_workload_file
+    from batfeed.adapters.workload import workload_or_swf
+    from batfeed.users.classify import AnonymousJobs
     from batfeed.users.zf_resample import build_pools, resample_users
 
-    if not args.load >= 0:
-        raise BatfeedError(f"--load must be >= 0 (got {args.load})")
-    if not args.rb_npw >= 0:
-        raise BatfeedError(f"--rb-npw must be >= 0 (got {args.rb_npw})")
-    seeds, paths = checked_outputs(args)
-
-    pools = build_pools(args.workload, rb="detect" if args.rb_npw > 0 or args.flurries else None)
+    try:
+        with workload_or_swf(args.workload, "resample") as (workload, _):
+            pools = build_pools(workload, rb="detect" if args.rb_npw > 0 or args.flurries else None,
+                                anonymous="user" if args.anonymous_user else "error", source=args.workload)
+    except AnonymousJobs as err:
+        raise AnonymousJobs(err.count, err.first, args.workload, "add --anonymous-user") from None
     for f in pools.flurries:
         print(f"flurry: user {f.user}, {f.jobs} jobs ({f.share:.0%} of the log's) in days "
               f"{(f.begin - pools.t0) / 86400:g}-{(f.end - pools.t0) / 86400:g} from the log start")
@@ -122,17 +133,33 @@ def cmd_resample_users(args: argparse.Namespace) -> int:
                                                   for cls, r in counts.iterrows())
           + (f"; rare behaviours: {len(pools.rb)} windows, {sum(len(u.idx) for u in pools.rb)} jobs"
              if pools.flurries else ""))
+    if classes.anonymous_jobs:
+        print(f"note: {classes.anonymous_jobs} jobs have no user: resampled together as one anonymous user")
     if args.classes:
         Path(args.classes).parent.mkdir(parents=True, exist_ok=True)
         classes.to_json(args.classes)
         print(f"wrote {args.classes}")
+    written: list[Path] = []
     for seed, path in zip(seeds, paths, strict=True):
         t1 = time.perf_counter()
         out = resample_users(pools, args.weeks, seed, load=args.load, rb_npw=args.rb_npw)
+        if not out["jobs"]:
+            info = out["batfeed_resample"]
+            raise BatfeedError(_empty(path, written, f"seed {seed} drew no job in {args.weeks} weeks at load "
+                                      f"{args.load:g} ({info['long_term_copies']} long-term copies, "
+                                      f"{info['temporary_init']} temporary users at the start, "
+                                      f"{info['temporary_arrivals']} temporary arrivals); raise --load or --weeks"))
         write_workload_file(path, out)
+        written.append(path)
         print(f"wrote {path}: {args.weeks} weeks, seed {seed}, load {args.load:g}, {len(out['jobs'])} jobs "
               f"({time.perf_counter() - t1:.2f} s)")
     return 0
+
+
+def _empty(path: Path, written: list[Path], why: str) -> str:
+    """The error of a resample with no job: ``PATH not written: WHY`` (and the files written before)."""
+    before = f" (written before: {', '.join(map(str, written))})" if written else ""
+    return f"{path} not written: {why}{before}"
 
 
 def output_paths(output: str | Path, seeds: range) -> list[Path]:
@@ -169,21 +196,26 @@ def checked_outputs(args: argparse.Namespace) -> tuple[range, list[Path]]:
 def cmd_resample(args: argparse.Namespace) -> int:
     """Run ``batfeed resample weekly``: check the arguments and outputs, load once, write each seed."""
     from batfeed.adapters.resample import WEEK, WeeklyLog
+    from batfeed.adapters.workload import workload_or_swf
 
     seeds, paths = checked_outputs(args)
     t0 = time.perf_counter()
-    log = WeeklyLog.load(args.workload)
+    with workload_or_swf(args.workload, "resample") as (workload, _):
+        log = WeeklyLog.load(workload, source=args.workload)
     print(f"read {args.workload}: {len(log.data['jobs'])} jobs, {len(log.users)} users, {log.log_weeks} complete "
           f"weeks drawn from ({log.span / WEEK:.2f} weeks of submissions; {log.undrawable} jobs of the partial last "
           f"week never drawn) in {time.perf_counter() - t0:.2f} s")
     if log.anonymous:
         print(f"note: {log.anonymous} jobs have no user: resampled together as one anonymous user")
+    written: list[Path] = []
     for seed, path in zip(seeds, paths, strict=True):
         t1 = time.perf_counter()
         res = log.resample(args.weeks, seed)
+        if not len(res.src):
+            raise BatfeedError(_empty(path, written, f"seed {seed} drew no job in {args.weeks} weeks (every drawn "
+                                      f"user-week of {args.workload} is empty); try more --weeks or another --seed"))
         res.write(path)
+        written.append(path)
         print(f"wrote {path}: {args.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
               f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
-        if not len(res.src):
-            print(f"batfeed resample: warning: {path} has no job (every drawn user-week was empty)", file=sys.stderr)
     return 0

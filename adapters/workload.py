@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -15,8 +18,10 @@ from batfeed.adapters.common import ConvertOptions
 from batfeed.adapters.nodes import write_node_platform
 from batfeed.adapters.report import write_report
 
-__all__ = ["ConversionResult", "finish_conversion", "load_workload_json", "write_workload", "write_workload_lines",
-           "write_workload_stream"]
+__all__ = ["SWF_SUFFIXES", "ConversionResult", "finish_conversion", "is_swf", "load_workload_json", "workload_or_swf",
+           "write_workload", "write_workload_lines", "write_workload_stream"]
+
+SWF_SUFFIXES = (".swf", ".swf.gz", ".swf.xz")
 
 
 @dataclass
@@ -95,6 +100,33 @@ def load_workload_json(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
         raise InputError("not a Batsim workload (no 'jobs' array)", str(path))
     return data
+
+
+def is_swf(path: str | Path) -> bool:
+    """True for an SWF trace's name (``.swf``, ``.swf.gz`` or ``.swf.xz``, any case)."""
+    return Path(path).name.lower().endswith(SWF_SUFFIXES)
+
+
+@contextmanager
+def workload_or_swf(path: str | Path, command: str | None = None) -> Iterator[tuple[Path, dict[str, Any] | None]]:
+    """``(workload JSON, cleaning report)`` for ``path``, a Batsim workload (``(path, None)``) or an SWF trace.
+
+    An SWF trace is converted with ``batfeed convert swf``'s cleaning (an error if it keeps no job) into
+    a temporary directory, removed on exit, and its report summarised on one stderr line, so that no
+    dropped record goes unseen: ``batfeed[ COMMAND]: note: PATH converted on the fly (as by 'batfeed
+    convert swf'): read 200 records, kept 199; ...; dropped 1: duplicate_id 1 (first: line 202: job 199)``.
+    """
+    if not is_swf(path):
+        yield Path(path), None
+        return
+    from batfeed.adapters.report import format_summary
+    from batfeed.adapters.swf import convert_swf
+
+    with tempfile.TemporaryDirectory(prefix="batfeed-swf-") as tmp:
+        conv = convert_swf(path, tmp, require_kept=True)
+        print(f"batfeed{f' {command}' if command else ''}: note: {path} converted on the fly (as by 'batfeed "
+              f"convert swf'): {format_summary(conv.report)}", file=sys.stderr)
+        yield conv.workload_path, conv.report
 
 
 def finish_conversion(out_dir: str | Path, stem: str, cleaned: Cleaned, *, inputs: list[str], read: int,

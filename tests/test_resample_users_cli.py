@@ -35,7 +35,7 @@ def test_resample_users_bad_input_is_one_line(tmp_path: Path, capsys) -> None:
     assert len(err) == 1 and "none.json: no such file" in err[0]
     assert main(["resample", "users", str(tmp_path / "none.json"), "--seed", "1", "--load", "-1",
                  "-o", str(tmp_path / "x.json")]) == 1
-    assert "--load must be >= 0" in capsys.readouterr().err
+    assert "--load must be a finite number > 0 (got -1)" in capsys.readouterr().err
 
 
 def test_resample_users_with_rare_behaviours(tmp_path: Path, capsys) -> None:

@@ -37,19 +37,29 @@ from batfeed.adapters.resample import WEEK, _user_key, job_time_user
 
 from batfeed.errors import BatfeedError, InputError
 
-__all__ = ["CLASSES", "Classification", "classify_users", "job_times_users", "load_jobs"]
+__all__ = ["CLASSES", "AnonymousJobs", "Classification", "classify_users", "job_times_users", "load_jobs"]
 
 CLASSES = ("long_term", "temporary", "discarded")
 
 
-def load_jobs(workload: dict[str, Any] | str | Path) -> tuple[list[dict[str, Any]], str]:
-    """The job list of a workload dict or Batsim workload JSON file (plain, gzip or xz), and its source."""
+class AnonymousJobs(InputError):
+    """Jobs without a ``user`` refused (``anonymous="error"``): how many, and the first one's id."""
+
+    def __init__(self, count: int, first: Any, source: str, fix: str = "pass anonymous='user'"):
+        self.count, self.first = count, first
+        super().__init__(f"{count} job(s) have no 'user' (first: job {first!r}); {fix} to count them as one user",
+                         source)
+
+
+def load_jobs(workload: dict[str, Any] | str | Path, source: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """The job list of a workload dict or Batsim workload JSON file (plain, gzip or xz), and its source
+    (``source`` if given, else the file's path or ``in-memory``)."""
     if isinstance(workload, dict):
-        data, source = workload, "in-memory"
+        data, source = workload, source or "in-memory"
     else:
         from batfeed.adapters.workload import load_workload_json
 
-        data, source = load_workload_json(workload), str(workload)
+        data, source = load_workload_json(workload), source or str(workload)
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         raise InputError("not a Batsim workload (no 'jobs' array)", source)
@@ -134,8 +144,9 @@ def _plain(user: Any) -> Any:
 
 def classify_users(workload: dict[str, Any] | str | Path, *, long_term_weeks: float = 12, edge_weeks: float = 4,
                    anonymous: Literal["error", "user"] = "error",
-                   edge_rule: Literal["within", "touch"] = "within") -> Classification:
-    """Classify the users of a workload (dict or Batsim JSON file) as long-term / temporary / discarded.
+                   edge_rule: Literal["within", "touch"] = "within", source: str | None = None) -> Classification:
+    """Classify the users of a workload (dict or Batsim JSON file; ``source`` names it in errors) as
+    long-term / temporary / discarded; jobs without a user raise :class:`AnonymousJobs` unless ``anonymous="user"``.
 
     Zakay & Feitelson (models.md §E, "Classes"): long-term iff span > ``long_term_weeks``; temporary
     users with ``last ≤ T0 + edge_weeks`` or ``first ≥ T1 − edge_weeks`` are discarded ("within";
@@ -148,14 +159,12 @@ def classify_users(workload: dict[str, Any] | str | Path, *, long_term_weeks: fl
         raise BatfeedError(f"edge_rule must be 'within' or 'touch' (got {edge_rule!r})")
     if anonymous not in ("error", "user"):
         raise BatfeedError(f"anonymous must be 'error' or 'user' (got {anonymous!r})")
-    jobs, source = load_jobs(workload)
+    jobs, source = load_jobs(workload, source)
     n = len(jobs)
     subtime, users = job_times_users(jobs, source)
     anonymous_jobs = users.count(None)
     if anonymous_jobs and anonymous == "error":
-        raise InputError(f"{anonymous_jobs} job(s) have no 'user' (first: job "
-                         f"{jobs[users.index(None)].get('id')!r}); pass anonymous='user' to count them as one user",
-                         source)
+        raise AnonymousJobs(anonymous_jobs, jobs[users.index(None)].get("id"), source)
     ordered = sorted(set(users), key=_user_key)
     rank = {u: r for r, u in enumerate(ordered)}
     code = np.fromiter((rank[u] for u in users), np.int64, n)

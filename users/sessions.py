@@ -201,7 +201,9 @@ def format_stats(st: dict[str, Any]) -> str:
     tt = st["think_time_reduced_s"]
     rows = [
         ("threshold", f"{st['threshold_min']:g} min"),
-        ("users / jobs", f"{st['users']} / {st['jobs']}"),
+        ("users / jobs", f"{st['users']} / {st['jobs']}" + (
+            f" (of {conv['read']} SWF records: {conv['read'] - conv['kept']} dropped by the conversion)"
+            if (conv := st.get("conversion")) else "")),
         ("sessions", f"{st['sessions']} (mean {st['sessions_per_user']['mean']:.1f} per user, "
                      f"max {st['sessions_per_user']['max']}; {st['jobs_per_session']:.2f} jobs per session)"
          if st["sessions"] else "0"),
@@ -261,6 +263,8 @@ def write_sessions(trace: Trace, threshold_min: float, out_dir: str | Path) -> d
                                                            encoding="utf-8")
     stats = graph_stats(graphs, threshold_min)
     stats["trace"] = trace.path
+    if trace.conversion is not None:  # an SWF converted on the fly: what its cleaning dropped
+        stats["conversion"] = {k: trace.conversion[k] for k in ("read", "kept", "dropped")}
     (out / "summary.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     (out / "summary.txt").write_text(format_stats(stats) + "\n", encoding="utf-8")
     return stats

@@ -12,13 +12,13 @@ A user model reads the workload JSON itself (Batsim is started *without* ``-w``,
 
 Jobs are ordered like Batsim orders simultaneous static submissions: by (subtime, ``"w0!<id>"``
 string), so a rigid replay hands jobs to the scheduler in exactly the order a static run does.
-``.swf``/``.swf.gz`` files are first converted with :func:`batfeed.adapters.swf.convert_swf` (same
-cleaning as ``batfeed convert swf``) into a temporary directory.
+SWF traces (``.swf``, ``.swf.gz``, ``.swf.xz``) are first converted with ``batfeed convert swf``'s cleaning
+(:func:`batfeed.adapters.workload.workload_or_swf`: one stderr line says what was read, kept and dropped;
+the report is :attr:`Trace.conversion`).
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ class Trace:
     path: str
     nb_res: int
     jobs: list[TraceJob]
+    conversion: dict[str, Any] | None = None  # cleaning report of an SWF trace converted on the fly
 
     def by_user(self) -> dict[str, list[TraceJob]]:
         """Jobs of each user in trace order; raises when a job has no ``user`` field."""
@@ -64,18 +65,14 @@ class Trace:
 
 
 def load_trace(path: str | Path) -> Trace:
-    """Read a Batsim workload JSON (or an SWF trace, converted on the fly) as a recorded trace."""
-    p = Path(path)
-    if p.name.endswith((".swf", ".swf.gz")):
-        from batfeed.adapters.swf import convert_swf
+    """Read a Batsim workload JSON (or an SWF trace, converted on the fly with a one-line summary on
+    stderr) as a recorded trace."""
+    from batfeed.adapters.workload import workload_or_swf
 
-        with tempfile.TemporaryDirectory(prefix="batfeed-trace-") as tmp:
-            return _load_json(convert_swf(p, tmp).workload_path, str(p))
-    return _load_json(p, str(p))
-
-
-def _load_json(path: Path, shown: str) -> Trace:
-    return trace_from_workload(load_workload(path, "w0"), shown)
+    with workload_or_swf(path) as (workload, report):
+        trace = trace_from_workload(load_workload(workload, "w0"), str(path))
+    trace.conversion = report
+    return trace
 
 
 def trace_from_workload(wl: Workload, shown: str = "(in memory)") -> Trace:

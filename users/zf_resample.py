@@ -102,7 +102,7 @@ class Pools:
     """A log's pools (:func:`build_pools`): long-term, temporary and RB units on the log's week grid."""
 
     data: dict[str, Any]
-    source: str
+    source: str  # the workload's path (its file name is recorded in the output) or "in-memory"
     subtime: np.ndarray  # seconds from the log start T0
     lweek: np.ndarray  # log week of each job
     t0: float
@@ -121,27 +121,31 @@ class Pools:
         return len(self.classes.users_of("discarded"))
 
 
-def _load(workload: dict[str, Any] | str | Path) -> tuple[dict[str, Any], str]:
+def _load(workload: dict[str, Any] | str | Path, source: str | Path | None) -> tuple[dict[str, Any], str]:
+    """The workload dict and the name of its source in errors (``source``, else the path or ``in-memory``)."""
     if isinstance(workload, dict):
-        data, source = workload, "in-memory"
+        data, shown = workload, "in-memory"
     else:
         from batfeed.adapters.workload import load_workload_json
 
-        data, source = load_workload_json(workload), Path(workload).name
+        data, shown = load_workload_json(workload), str(workload)
+    shown = shown if source is None else str(source)
     if not isinstance(data.get("jobs"), list) or not isinstance(data.get("profiles"), dict):
-        raise InputError("not a Batsim workload (no 'jobs' array or 'profiles' object)", source)
-    return data, source
+        raise InputError("not a Batsim workload (no 'jobs' array or 'profiles' object)", shown)
+    return data, shown
 
 
 def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Literal["detect"] | None = None,
-                anonymous: Literal["error", "user"] = "error") -> Pools:
+                anonymous: Literal["error", "user"] = "error", source: str | Path | None = None) -> Pools:
     """Load ``workload``, split off the RB windows ``rb`` (module docstring), classify the remaining jobs'
-    users and build the long-term, temporary and RB pools."""
-    data, source = _load(workload)
+    users and build the long-term, temporary and RB pools.  ``source``: the workload's name in errors (e.g.
+    the SWF trace it was converted from; its file name is recorded in the output).  A log whose every user is
+    discarded (nothing to resample) is an :class:`InputError`."""
+    data, shown = _load(workload, source)
     jobs = data["jobs"]
     if not jobs:
-        raise InputError("no jobs to resample", source)
-    times, users = job_times_users(jobs, source)
+        raise InputError("no jobs to resample", shown)
+    times, users = job_times_users(jobs, shown)
     flurries = detect_flurries(data) if rb == "detect" else list(rb or [])
     rb_idx = window_jobs(times, users, flurries)
     is_rb = np.zeros(len(jobs), bool)
@@ -149,11 +153,17 @@ def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Lit
         is_rb[idx] = True
     if flurries:
         if is_rb.all():
-            raise InputError("every job is in a rare-behaviour window: no regular users left", source)
+            raise InputError("every job is in a rare-behaviour window: no regular users left", shown)
         regular = [j for j, r in zip(jobs, is_rb.tolist(), strict=True) if not r]
-        cls = classify_users({"jobs": regular, "profiles": data["profiles"]}, anonymous=anonymous)
+        cls = classify_users({"jobs": regular, "profiles": data["profiles"]}, anonymous=anonymous, source=shown)
     else:
-        cls = classify_users(data, anonymous=anonymous)
+        cls = classify_users(data, anonymous=anonymous, source=shown)
+    if (cls.users["class"] == "discarded").all():
+        n = len(cls.users)
+        raise InputError(f"no user to resample: the jobs span {(cls.log_end - cls.log_start) / 86400:.2f} days and "
+                         f"{'the only user is' if n == 1 else f'all {n} users are'} discarded (a temporary user "
+                         f"active only within {cls.edge_weeks:g} weeks of the log start or end is taken as truncated)",
+                         shown)
     t0, t1 = float(times.min()), float(times.max())
     subtime = times - t0
     lweek = (subtime // WEEK).astype(np.int64)
@@ -173,7 +183,7 @@ def build_pools(workload: dict[str, Any] | str | Path, *, rb: list[Flurry] | Lit
         return [unit(k, by_user[k]) for k in cls.users_of(name)]
 
     rb_units = [unit((f.user, f.begin, f.end), idx) for f, idx in zip(flurries, rb_idx, strict=True) if len(idx)]
-    return Pools(data, source, subtime, lweek, t0, t1, int(lweek.max()) + 1, max(1, math.ceil((t1 - t0) / WEEK)),
+    return Pools(data, shown, subtime, lweek, t0, t1, int(lweek.max()) + 1, max(1, math.ceil((t1 - t0) / WEEK)),
                  pool("long_term"), pool("temporary"), rb_units, cls, flurries)
 
 
@@ -303,7 +313,8 @@ def resample_users(workload: dict[str, Any] | str | Path | Pools, weeks: int, se
     missing = used_profiles - set(names)
     if missing:
         raise InputError(f"profile(s) {sorted(missing)!r} not in 'profiles'", pools.source)
-    info = {"method": METHOD, "source": pools.source, "weeks": weeks, "seed": seed, "load": f,
+    recorded = pools.source if pools.source == "in-memory" else Path(pools.source).name
+    info = {"method": METHOD, "source": recorded, "weeks": weeks, "seed": seed, "load": f,
             "week_seconds": WEEK, "log_start": pools.t0, "log_end": pools.t1, "log_weeks": log_weeks,
             "period_weeks": period,
             "source_unix_start": data.get("unix_start"), "jobs_in": len(jobs), "jobs_out": len(out_jobs),
