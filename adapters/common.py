@@ -142,6 +142,8 @@ class TraceJob:
     skip: str | None = None    # a benign drop reason decided by the reader (job step, still running ...)
     meta: dict[str, Any] = field(default_factory=dict)
     raw: Any = None            # the adapter's own record (SWF's extra_drop hook)
+    host_procs: dict[str, int] | None = None  # processors on each host of meta["hosts"], where the log says
+    slot_floor: dict[str, int] | None = None  # host -> at least this many processors (TORQUE slot index + 1)
 
 
 @dataclass

@@ -8,6 +8,7 @@ get consecutive ids, so a node outage maps to that block (:func:`node_resource_i
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,8 +17,8 @@ from xml.sax.saxutils import quoteattr
 
 from batfeed.errors import InputError
 
-__all__ = ["expand_hostlist", "node_resource_ids", "nodes_from_jobs", "peak_use", "platform_size", "safe_name",
-           "split_procs", "write_node_platform", "xml_safe"]
+__all__ = ["expand_hostlist", "node_resource_ids", "peak_nodes", "peak_use", "placed_jobs", "platform_size",
+           "safe_name", "split_procs", "write_node_platform", "xml_safe"]
 
 MASTER = "master_host"
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -124,17 +125,36 @@ def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit
     return path
 
 
-def nodes_from_jobs(items: Iterable[Any]) -> list[tuple[str, int]]:
-    """(node, processors) of the hosts named in jobs' ``meta["hosts"]``, sorted by name: the most
-    processors one job used on each (its processors spread evenly over its hosts, at least 1)."""
-    slots: dict[str, int] = {}
+def placed_jobs(items: Iterable[Any]) -> list[tuple[Any, list[str], list[int], float, float]]:
+    """``(job, its nodes, its processors on each, start, end)`` of the jobs (:class:`TraceJob`) that ran on
+    named nodes (``meta["hosts"]``), ``end`` = start + run time (``inf`` if unknown); job steps and repeated
+    ids are left out.  The processors on each node are the job's ``host_procs`` where the log gives them
+    (PBS ``exec_host`` slots), else the job's spread by :func:`split_procs`."""
+    placed, seen = [], set()
     for it in items:
-        hosts = getattr(it, "meta", {}).get("hosts")
-        if hosts:
-            per = -(-max(it.procs, 1) // len(hosts))
-            for h in map(safe_name, hosts):
-                slots[h] = max(slots.get(h, 1), per)
-    return sorted(slots.items())
+        meta = getattr(it, "meta", None)
+        if (not meta or not meta.get("hosts") or not getattr(it, "ran", False) or it.skip == "job_step"
+                or it.id in seen):
+            continue
+        seen.add(it.id)
+        shares: dict[str, int] = {}
+        if getattr(it, "host_procs", None):
+            for host, n in it.host_procs.items():
+                shares[safe_name(host)] = shares.get(safe_name(host), 0) + n
+        else:
+            hosts = list(dict.fromkeys(map(safe_name, meta["hosts"])))
+            shares = dict(zip(hosts, split_procs(it.procs, len(hosts)), strict=True))
+        start = it.submit + max(meta.get("trace_wait", 0), 0)
+        placed.append((it, list(shares), list(shares.values()), start,
+                       start + it.run if it.run >= 0 else math.inf))
+    return placed
+
+
+def peak_nodes(placed: Iterable[tuple[Any, list[str], list[int], float, float]]) -> list[tuple[str, int]]:
+    """``(node, processors)`` sorted by name: the most processors in use at once on each node
+    (:func:`peak_use` over :func:`placed_jobs`)."""
+    return sorted(peak_use((h, start, end, n) for _, hosts, shares, start, end in placed
+                           for h, n in zip(hosts, shares, strict=True)).items())
 
 
 def split_procs(procs: int, count: int) -> list[int]:

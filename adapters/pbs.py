@@ -20,7 +20,7 @@ from typing import Any
 
 from batfeed.adapters.cleaning import clean_jobs, job_res, scale_size
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, parse_duration, read_lines, trace_stem
-from batfeed.adapters.nodes import nodes_from_jobs, platform_size, xml_safe
+from batfeed.adapters.nodes import peak_nodes, placed_jobs, platform_size, safe_name, xml_safe
 from batfeed.adapters.report import Tally
 from batfeed.adapters.window import zone
 from batfeed.adapters.workload import ConversionResult, finish_conversion
@@ -92,8 +92,8 @@ def read_pbs(paths: Iterable[str | Path], on_corrupt: Any = None) -> Iterable[Pb
 def parse_exec_host(text: str) -> dict[str, int]:
     """Host -> slots of an ``exec_host`` (TORQUE ``n1/0+n1/1``, ranges ``c1/0-3``, PBS Pro ``c1/0*13``).
 
-    TORQUE slots count as ``max index + 1`` per host (a lower bound of the node's size) when
-    building platforms, but the job's processors are the number of slot entries."""
+    A job's processors on a host are the number of its slot entries there; a platform built from the
+    log sizes each host by the most processors in use on it at once (:func:`~batfeed.adapters.nodes.peak_nodes`)."""
     hosts: dict[str, int] = {}
     for part in text.split("+"):
         host, sep, spec = part.rpartition("/")
@@ -130,6 +130,19 @@ def _chunks(spec: str) -> tuple[int, int]:
         nodes += count
         procs += count * per
     return nodes, procs
+
+
+def torque_slot_floor(text: str) -> dict[str, int]:
+    """Host -> highest TORQUE slot index + 1 of an ``exec_host`` (``n1/0+n1/5``, ``c1/0-3``): the node has at
+    least that many processors (slots are numbered from 0 on each node).  PBS Pro's ``c1/0*13`` names a
+    chunk, not a slot: not counted."""
+    floor: dict[str, int] = {}
+    for part in text.split("+"):
+        host, sep, spec = part.rpartition("/")
+        if sep and "*" not in spec:
+            top = max(int(x) for rng in spec.split(",") for x in rng.split("-") if x.isdigit())
+            floor[host] = max(floor.get(host, 0), top + 1)
+    return floor
 
 
 def _vnode_hosts(spec: str) -> dict[str, int]:
@@ -241,9 +254,11 @@ def _build(job: _Job, tz: str, tally: Tally) -> TraceJob:
     meta.update(status=status, exit_status=exit_status, procs=procs, nodes=nodes)
     if hosts or vnodes:
         meta["hosts"] = sorted(hosts or vnodes)
+    on = hosts or vnodes                # the log's own processors per host (exec_host slots, vnode ncpus)
     return TraceJob(path, line, key, submit, run, procs=procs,
                     nodes=nodes, walltime=walltime, status=status, user=a.get("user"), queue=a.get("queue"),
-                    ran=ran, meta=meta)
+                    ran=ran, meta=meta, host_procs=on if on and all(on.values()) else None,
+                    slot_floor=torque_slot_floor(a["exec_host"]) if hosts else None)
 
 
 def pbs_jobs(records: Iterable[PbsRecord], tz: str = "UTC", tally: Tally | None = None,
@@ -319,14 +334,27 @@ def read_nodes_file(path: str | Path) -> list[tuple[str, int]]:
     return [(n, max(1, c)) for n, c in nodes.items()]
 
 
+def _log_nodes(items: list[TraceJob | BadRecord]) -> list[tuple[str, int]]:
+    """The hosts of the log, each sized by the most processors in use on it at once, and at least by its
+    highest TORQUE slot index + 1 (:func:`torque_slot_floor`)."""
+    placed = placed_jobs(items)
+    floor: dict[str, int] = {}
+    for job, *_ in placed:
+        for host, n in (job.slot_floor or {}).items():
+            floor[safe_name(host)] = max(floor.get(safe_name(host), 0), n)
+    return [(host, max(n, floor.get(host, 0))) for host, n in peak_nodes(placed)]
+
+
 def convert_pbs(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: bool = False,
                 nb_res: int | None = None, nodes_file: str | Path | None = None, tz: str = "UTC",
                 name: str | None = None, **options: Any) -> ConversionResult:
     """Convert accounting files (one or many days) into ``<stem>.json``, ``_platform.xml``, ``_report.json``.
 
     Platform: ``nb_res`` homogeneous resources, else the nodes of ``nodes_file``, else the hosts
-    seen in ``exec_host``.  ``tz``: zone of the record stamps (only used when a job has no
-    qtime/ctime).  Other keywords are :class:`ConvertOptions` fields.
+    seen in ``exec_host``/``exec_vnode``, each sized by the most processors in use on it at once over the
+    log (the jobs' slots there, ``[start, start + run)``) and at least by its highest TORQUE slot index + 1;
+    report ``platform_size_from`` "exec_host (max concurrent use)".  ``tz``: zone of the record stamps (only
+    used when a job has no qtime/ctime).  Other keywords are :class:`ConvertOptions` fields.
     """
     opts = ConvertOptions(**options)
     opts.check()
@@ -341,13 +369,14 @@ def convert_pbs(inputs: Iterable[str | Path], out_dir: str | Path, *, strict: bo
     for reason, path, line, key in unended:
         tally.drop(reason, line, key, path)
     read = len(items) + len(unended)
-    nodes = read_nodes_file(nodes_file) if nodes_file else nodes_from_jobs(items)
+    nodes = read_nodes_file(nodes_file) if nodes_file else _log_nodes(items)
     if nb_res is not None or opts.size_scale != 1:
         nodes = []
     if nb_res is not None:
         size, src, nodes = nb_res, "argument", []
     elif nodes:
-        size, src = platform_size(nodes, opts.unit), (Path(nodes_file).name if nodes_file else "exec_host")
+        size, src = platform_size(nodes, opts.unit), (Path(nodes_file).name if nodes_file else
+                                                      "exec_host (max concurrent use)")
     else:
         size = max((job_res(j, opts) for j in items if isinstance(j, TraceJob)), default=0)
         src = "max_job"

@@ -16,7 +16,6 @@ its nodes), so the log itself never sizes a node beyond what its jobs used.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from batfeed.adapters.common import (
     read_lines,
     trace_stem,
 )
-from batfeed.adapters.nodes import expand_hostlist, peak_use, platform_size, safe_name, split_procs
+from batfeed.adapters.nodes import expand_hostlist, peak_nodes, placed_jobs, platform_size, safe_name
 from batfeed.adapters.report import FIRST_DROPPED_MAX, Tally
 from batfeed.adapters.window import zone
 from batfeed.adapters.workload import ConversionResult, finish_conversion
@@ -287,22 +286,6 @@ class NodeSizing:
                          for k, v in self.report(unit)["node_sizes"].items())
 
 
-def _placed(items: Iterable[TraceJob | BadRecord]) -> list[tuple[TraceJob, list[str], list[int], float, float]]:
-    """(job, its nodes, its processors on each, start, end) of the jobs that ran on named nodes: steps
-    and repeated ids left out, ``end`` = start + run time (``inf`` if unknown)."""
-    placed, seen = [], set()
-    for it in items:
-        if (not isinstance(it, TraceJob) or it.skip == "job_step" or not it.ran or not it.meta.get("hosts")
-                or it.id in seen):
-            continue
-        seen.add(it.id)
-        hosts = list(dict.fromkeys(map(safe_name, it.meta["hosts"])))
-        start = it.submit + it.meta["trace_wait"]
-        placed.append((it, hosts, split_procs(it.procs, len(hosts)), start,
-                       start + it.run if it.run >= 0 else math.inf))
-    return placed
-
-
 def sacct_nodes(items: Iterable[TraceJob | BadRecord], nodes_file: str | Path | None = None, *,
                 strict: bool = False) -> NodeSizing | None:
     """Size the nodes of the log (module docstring); None if no job names a node and there is no node file.
@@ -311,9 +294,8 @@ def sacct_nodes(items: Iterable[TraceJob | BadRecord], nodes_file: str | Path | 
     counted (an error if ``strict``, or if no node of the log is listed); a job given more CPUs than
     the file gives its nodes: :class:`InputError`.
     """
-    placed = _placed(items)
-    peaks = peak_use((h, start, end, n) for _, hosts, shares, start, end in placed
-                     for h, n in zip(hosts, shares, strict=True))
+    placed = placed_jobs(items)
+    peaks = dict(peak_nodes(placed))
     if nodes_file is None:
         return NodeSizing(sorted(peaks.items()), dict.fromkeys(peaks, FROM_USE)) if peaks else None
     listed = read_slurm_nodes(nodes_file)

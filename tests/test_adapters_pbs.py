@@ -83,11 +83,13 @@ def test_two_days_joined(tmp_path: Path) -> None:
         "KILLED", 271, 600)
     j107 = jobs["107.pbspro"]  # PBS Pro: project, select, exec_vnode
     assert (j107["res"], j107["nodes"], j107["project"], j107["hosts"]) == (16, 2, "p1", ["c1", "c2"])
-    # platform from exec_host: n01 2, n02 2, n03 1, n04 1, n05 4, c1 8, c2 8 (one host per processor)
-    assert res.nb_res == 26 and rep["platform_size_from"] == "exec_host"
+    # platform from exec_host, each host by the most processors in use on it at once: n01 2, n02 2, n03 1,
+    # n04 2 (103[1] on n04/0 [08:15:00, 08:25:00) and 103[2] on n04/1 [08:15:10, 08:26:00) overlap: the most
+    # one job used there, the rule before issue 25, gave 1), n05 4, c1 8, c2 8 (one host per processor)
+    assert res.nb_res == 27 and rep["platform_size_from"] == "exec_host (max concurrent use)"
     from batfeed.engine.platform import load_platform
     names = [h.name for h in load_platform(res.platform_path).compute]
-    assert len(names) == 26 and names[:3] == ["c1_c00", "c1_c01", "c1_c02"] and "n05_c03" in names
+    assert len(names) == 27 and "n04_c01" in names and names[:3] == ["c1_c00", "c1_c01", "c1_c02"] and "n05_c03" in names
 
 
 def test_units_nodes_and_node_file(tmp_path: Path) -> None:
@@ -157,4 +159,8 @@ def test_real_pbs_sample(shared_data: Path, tmp_path: Path) -> None:
                                                   10712: 28, 3073070: 48}
     assert jobs[6]["nodes"] == 4 and jobs[2994]["nodes"] == 5 and jobs[3073070]["status"] == "KILLED"
     assert jobs[10711]["walltime"] == -1 and rep["modified"] == {"missing_request": 1}
-    assert res.nb_res == 32 + 4 + 65 + 28 + 48
+    # each host by the most processors in use on it at once, at least its highest TORQUE slot + 1: i02n30..33
+    # 8 each (job 6); n404 6 (job 6464684 holds slots 2-5); c1 13 + 4 and c2 13 + 8 (2994 and 2995 start
+    # together), c3..c5 13; node0703 28 + 28 (10711 and 10712 overlap 10 s apart); [hostname_2] 48.  The
+    # most one job used (before issue 25) gave 32 + 4 + 65 + 28 + 48 = 177.
+    assert res.nb_res == 4 * 8 + 6 + 17 + 21 + 3 * 13 + 56 + 48 == 219

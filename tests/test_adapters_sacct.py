@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from batfeed.adapters.common import TraceJob
-from batfeed.adapters.nodes import expand_hostlist, node_resource_ids, nodes_from_jobs, peak_use, split_procs
+from batfeed.adapters.nodes import expand_hostlist, node_resource_ids, peak_use, safe_name, split_procs
 from batfeed.adapters.sacct import DEFAULT_FIELDS, convert_sacct, read_sacct, read_slurm_nodes, sacct_nodes
 from cli_helpers import error_line, run_cli
 
@@ -199,6 +199,16 @@ def test_node_missing_from_the_file_is_sized_by_use_and_counted(tmp_path: Path) 
     assert rep["not_in_nodes_file"] == {"count": 1, "first": ["n2"]} and rep["nb_res"] == 12
 
 
+def largest_job_per_node(items: list) -> dict[str, int]:
+    """The rule before issue 25: each node sized by the most processors one job used there (rounded up)."""
+    slots: dict[str, int] = {}
+    for it in items:
+        if hosts := getattr(it, "meta", {}).get("hosts"):
+            for h in map(safe_name, hosts):
+                slots[h] = max(slots.get(h, 1), -(-max(it.procs, 1) // len(hosts)))
+    return slots
+
+
 def test_real_platform_sizes(shared_data: Path) -> None:
     """phillips: 46 nodes, 351 processors, as with the old rule (the most one job used); pozidriv: 1,214 -> 1,228."""
     def load(name: str) -> list:
@@ -211,7 +221,7 @@ def test_real_platform_sizes(shared_data: Path) -> None:
     # Hand check, cpn-f12-19-02 (sized 1): four 1-CPU jobs one after the other on 2017-01-01, 196264
     # [18:53:32, 19:05:29), 196275 [19:05:30, 19:12:00), 196288 [19:12:00, 19:15:55), 196289 [19:15:56,
     # 19:22:34): 196288 starts the second 196275 ends, which is no overlap (closed intervals: 2 here, 373 in all).
-    assert dict(sizing.nodes) == dict(nodes_from_jobs(phillips))
+    assert dict(sizing.nodes) == largest_job_per_node(phillips)
     on = [(j.id, j.procs) for j in phillips if isinstance(j, TraceJob) and j.meta.get("hosts") == ["cpn-f12-19-02"]]
     assert on == [("196264", 1), ("196275", 1), ("196288", 1), ("196289", 1)]
     assert dict(sizing.nodes)["cpn-f12-19-02"] == 1
@@ -219,7 +229,7 @@ def test_real_platform_sizes(shared_data: Path) -> None:
     pozidriv = load("pozidriv")
     sizing = sacct_nodes(pozidriv)
     assert sizing is not None and sizing.describe("procs") == "max concurrent use: 105 nodes, 1228 resources"
-    old, new = dict(nodes_from_jobs(pozidriv)), dict(sizing.nodes)
+    old, new = largest_job_per_node(pozidriv), dict(sizing.nodes)
     assert sum(old.values()) == 1214 and all(new[n] >= old[n] for n in old)
     assert {n: (old[n], new[n]) for n in old if new[n] != old[n]} == {"cpn-p27-07-01": (4, 14),
                                                                       "cpn-p27-10-02": (12, 16)}
