@@ -16,7 +16,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from batfeed.campaign.spec import Checker, PlatformSpec, SchedulerSpec, TraceSpec, UsersSpec, at, close
+from batfeed.campaign.spec import (
+    MAX_HOSTS,
+    MAX_SHAKE,
+    MAX_WEEKS,
+    CampaignError,
+    Checker,
+    PlatformSpec,
+    SchedulerSpec,
+    TraceSpec,
+    UsersSpec,
+    at,
+    close,
+)
 from batfeed.errors import BatfeedError
 
 SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "zero_runtime", "statuses", "users",
@@ -75,7 +87,7 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
             raise c.fail(at(where, "name"), f"must be a non-empty string, got {_show(name)}")
         if any(t.name == name for t in out):
             raise c.fail(at(where, "name"), f"trace name '{name}' is used twice (give each entry its own name)")
-        shake = c.number(entry.get("shake", 0), at(where, "shake"))
+        shake = c.number(entry.get("shake", 0), at(where, "shake"), maximum=MAX_SHAKE)
         convert: dict[str, Any] = {}
         if "max_jobs" in entry:
             convert["max_jobs"] = int(c.number(entry["max_jobs"], at(where, "max_jobs"), 1, integer=True))
@@ -85,7 +97,8 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
             load = c.number(entry["load"], at(where, "load"), 0, above=True)
             if load != 1:
                 convert["load"] = load
-        weeks = int(c.number(entry.get("resample_weeks", 0), at(where, "resample_weeks"), 0, integer=True))
+        weeks = int(c.number(entry.get("resample_weeks", 0), at(where, "resample_weeks"), 0, integer=True,
+                             maximum=MAX_WEEKS))
         method = entry.get("resample", "weekly")
         if method not in ("weekly", "users"):
             raise c.fail(at(where, "resample"), f"must be \"weekly\" or \"users\", got {_show(method)}"
@@ -189,8 +202,10 @@ def _swf_window(c: Checker, value: Any, where: str) -> list[Any]:
         if isinstance(value, str):
             return list(parse_window(value))
         if isinstance(value, list) and len(value) == 2:
-            return [None if v in (None, "") else v if not isinstance(v, str) else parse_window(f"{v}..")[0]
-                    for v in value]
+            return [None if v is None or v == "" else parse_window(f"{v}..")[0] if isinstance(v, str)
+                    else c.number(v, at(where, i), float("-inf")) for i, v in enumerate(value)]
+    except CampaignError:
+        raise
     except ValueError as err:
         raise c.fail(where, str(err)) from None
     raise c.fail(where, f"must be \"START:END\" or [START, END], got {_show(value)}")
@@ -219,10 +234,10 @@ def check_platforms(c: Checker, value: Any, traces: list[TraceSpec], weekly: boo
                 raise c.fail(at(where, "from"), f"must be \"trace\", got {_show(entry['from'])}")
             spec = PlatformSpec("trace", "trace")
         elif kind == "scale":
-            scale = c.number(entry["scale"], at(where, "scale"), 0, above=True)
+            scale = c.number(entry["scale"], at(where, "scale"), 0, above=True, maximum=MAX_HOSTS)
             spec = PlatformSpec(f"x{scale:g}", "scale", scale)
         elif kind == "nb_machines":
-            n = int(c.number(entry["nb_machines"], at(where, "nb_machines"), 1, integer=True))
+            n = int(c.number(entry["nb_machines"], at(where, "nb_machines"), 1, integer=True, maximum=MAX_HOSTS))
             spec = PlatformSpec(f"n{n}", "nb_machines", n)
         else:
             xml = c.path(entry["xml"], at(where, "xml"))

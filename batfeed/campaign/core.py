@@ -15,7 +15,15 @@ from batfeed.campaign.execute import RunTask, run_dask, run_local, utc_now
 from batfeed.campaign.expand import Run, expand
 from batfeed.campaign.inputs import Converted, convert_trace, platform_path
 from batfeed.campaign.spec import Campaign, CampaignError, load_spec
-from batfeed.campaign.store import clean_partial, forget, locked, records, save_spec, write_manifest
+from batfeed.campaign.store import (
+    clean_partial,
+    forget,
+    locked,
+    manifest_problem,
+    records,
+    save_spec,
+    write_manifest,
+)
 from batfeed.campaign.table import build_table, write_table
 from batfeed.errors import BatfeedError
 
@@ -38,7 +46,7 @@ def output_dir(camp: Campaign, out_dir: str | Path | None) -> Path:
 def run_campaign(spec: str | Path | Mapping[str, Any] | Campaign, out_dir: str | Path | None = None, *,
                  workers: int | None = None, executor: str = "local", scheduler_address: str | None = None,
                  retry_failed: bool = False, dry_run: bool = False, progress: bool | None = None,
-                 log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                 log: Callable[[str], None] | None = None, warn: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Run a campaign and return its table (one row per run, in expansion order).
 
     ``spec``: a TOML/YAML campaign file, a mapping of the same content (relative paths from the
@@ -49,6 +57,8 @@ def run_campaign(spec: str | Path | Mapping[str, Any] | Campaign, out_dir: str |
     LocalCluster of ``workers`` processes when None).  ``retry_failed``: run again the runs that failed
     before.  ``dry_run``: plan only (the table lists what is done and pending).  ``progress``: a bar
     over runs (None: when stderr is a terminal).  ``log``: where the one-line progress notes go.
+    ``warn``: where the notes on damaged state go (a run redone, an input made again; default: stderr,
+    ``batfeed campaign: warning: ...``): nothing damaged in the directory is used silently.
 
     A failed run is a row with status "failed" and its one-line ``error``; it does not stop the
     others.  A bad spec raises :class:`CampaignError` before anything runs.  KeyboardInterrupt stops
@@ -56,6 +66,7 @@ def run_campaign(spec: str | Path | Mapping[str, Any] | Campaign, out_dir: str |
     The table is also written to ``DIR/results.csv`` and ``DIR/results.parquet``.
     """
     say = log or (lambda _line: None)
+    warn = warn or (lambda line: print(f"batfeed campaign: warning: {line}", file=sys.stderr, flush=True))
     camp = spec if isinstance(spec, Campaign) else load_spec(spec)
     if executor not in EXECUTORS:
         raise BatfeedError(f"unknown executor '{executor}' (local or dask)")
@@ -71,19 +82,21 @@ def run_campaign(spec: str | Path | Mapping[str, Any] | Campaign, out_dir: str |
 
     if dry_run:                         # nothing written, not even the directory
         root = output_dir(camp, out_dir).resolve()
-        return _run(camp, runs, root, workers, executor, scheduler_address, retry_failed, True, progress, say)
+        return _run(camp, runs, root, workers, executor, scheduler_address, retry_failed, True, progress, say, warn)
     root = writable_dir(output_dir(camp, out_dir), "-o/--output").resolve()
     with locked(root):
-        return _run(camp, runs, root, workers, executor, scheduler_address, retry_failed, dry_run, progress, say)
+        return _run(camp, runs, root, workers, executor, scheduler_address, retry_failed, dry_run, progress, say,
+                    warn)
 
 
 def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: str, address: str | None,
-         retry_failed: bool, dry_run: bool, progress: bool | None, say: Callable[[str], None]) -> pd.DataFrame:
+         retry_failed: bool, dry_run: bool, progress: bool | None, say: Callable[[str], None],
+         warn: Callable[[str], None]) -> pd.DataFrame:
     t0 = time.perf_counter()
     unique: dict[str, Run] = {}
     for run in runs:
         unique.setdefault(run.key, run)
-    recs = records(root, list(unique))
+    recs = records(root, list(unique), warn, repair=not dry_run)
     if retry_failed:
         recs = {k: r for k, r in recs.items() if r["status"] != "failed"}
     before = set(recs)
@@ -103,10 +116,13 @@ def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: st
     cleaned = clean_partial(root)
     if cleaned:
         say(f"removed {cleaned} partial run(s) or input(s) left by an interrupted invocation")
-    for run in todo:                    # failed runs to retry; a directory without a result is no run
+    for run in todo:                    # failed runs to retry
         forget(root, run.key)
+    damaged = manifest_problem(root)
+    if damaged:
+        warn(f"{damaged}: rewritten (the record of earlier invocations is lost)")
     spec_name = save_spec(root, camp)
-    tasks = prepare(camp, todo, root)
+    tasks = prepare(camp, todo, root, warn)
     invocation: dict[str, Any] = {"id": f"{os.getpid()}-{time.time_ns()}", "started": utc_now(), "finished": None,
                                   "argv": sys.argv, "executor": executor, "workers": workers,
                                   "scheduler_address": address, "to_run": len(tasks), "reused_runs": reused,
@@ -122,6 +138,9 @@ def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: st
     def done(task: RunTask, record: dict[str, Any] | None, error: str | None) -> None:
         if record is not None:
             recs[task.key] = record
+            for line in record.get("notes") or []:        # a damaged cached input the run made again
+                with tqdm.external_write_mode(file=sys.stderr):
+                    warn(line)
         else:
             lost[task.key] = error or "lost"
         if record is None or record["status"] == "failed":
@@ -143,7 +162,7 @@ def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: st
         raise
     finally:
         bar.close()
-    recs.update(records(root, [k for k in unique if k not in recs]))   # a run may end as it is interrupted
+    recs.update(records(root, [k for k in unique if k not in recs], warn))   # a run may end as it is interrupted
     table = build_table(camp, runs, root, recs, lost)
     csv, parquet = write_table(table, root)
     status = table["status"].value_counts().to_dict()
@@ -168,8 +187,10 @@ def describe(run: Run) -> str:
     return " ".join(parts)
 
 
-def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
-    """Convert the traces the runs need (each once), make their platforms, and describe each run."""
+def prepare(camp: Campaign, todo: list[Run], root: Path, note: Callable[[str], None] | None = None) -> list[RunTask]:
+    """Convert the traces the runs need (each once), make their platforms, and describe each run;
+    ``note`` says which damaged inputs were made again."""
+    note = note or (lambda _line: None)
     inputs = root / "inputs"
     convs: dict[str, Converted] = {}
     tasks = []
@@ -179,12 +200,13 @@ def prepare(camp: Campaign, todo: list[Run], root: Path) -> list[RunTask]:
             i = camp.traces.index(run.trace)
             try:
                 convs[ck] = Converted(None, None, None, 0) if run.trace.format == "generate" else \
-                    convert_trace(run.trace, ck, inputs)
+                    convert_trace(run.trace, ck, inputs, note)
             except (BatfeedError, ValueError) as err:
                 raise BatfeedError(f"{camp.source}: traces[{i}] ({run.trace.name}): {err}") from None
         j = camp.platforms.index(run.platform)
         platform = platform_path(run.platform, convs[ck], inputs,
-                                 f"{camp.source}: platforms[{j}] ({run.platform.name}) with trace {run.trace.name}")
+                                 f"{camp.source}: platforms[{j}] ({run.platform.name}) with trace {run.trace.name}",
+                                 note)
         seed = run.seed if run.seeded else None
         weeks = run.trace.resample_weeks
         if weeks:           # resampled (then shaken): gzip, a resample of a large log is large

@@ -6,7 +6,9 @@ and ``result.json`` last, then renames the directory to ``runs/KEY``: a run dire
 once it is complete.  A run interrupted (SIGINT) or killed leaves at most a ``.tmp-`` directory,
 which the next invocation removes.  An exception in the run is recorded in ``result.json``
 (status "failed" and a one-line error) and the directory renamed all the same: the failure is a
-result, not retried unless asked (``--retry-failed``).
+result, not retried unless asked (``--retry-failed``).  A ``result.json`` is used only when it is the
+record of its directory's run (:func:`record_problem`); a cached input a run finds damaged is made
+again, and the record's ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def _supported(name: str) -> bool:
     return name in inspect.signature(run_simulation).parameters
 
 
-def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
+def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
     from batfeed.campaign.inputs import derived_workload, shaken_workload
     from batfeed.campaign.table import flatten
     from batfeed.metrics import compute_metrics
@@ -106,13 +108,18 @@ def _simulate(task: RunTask, tmp: Path) -> dict[str, Any]:
         from batfeed.campaign.weekly import run_validate
 
         return run_validate(task, tmp)
+
+    def note(line: str) -> None:            # a damaged cached input made again: in the record and log.txt
+        notes.append(line)
+        print(f"note: {line}")
+
     workload = task.workload
     if task.resample_weeks and task.seed is not None and task.shaken:
         workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken,
                                         method=task.resample_method, load=task.resample_load,
-                                        rb_npw=task.resample_rb_npw))
+                                        rb_npw=task.resample_rb_npw, note=note))
     elif task.shake > 0 and task.seed is not None and task.shaken:
-        workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken))
+        workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken, note=note))
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
     result = run_simulation(task.platform, [workload] if workload else [], scheduler=task.scheduler,
                             options=dict(task.options),
@@ -166,14 +173,17 @@ def execute_run(task: RunTask) -> dict[str, Any]:
                                   "host": socket.gethostname(), "pid": os.getpid(), "batfeed": __version__,
                                   "seed": task.seed, "metrics_options": {"tau": task.tau, "window": task.window}}
         t0 = time.perf_counter()
+        notes: list[str] = []
         with open(tmp / "log.txt", "w", encoding="utf-8") as log, contextlib.redirect_stdout(log), \
                 contextlib.redirect_stderr(log):
             try:
-                record.update(_simulate(task, tmp))
+                record.update(_simulate(task, tmp, notes))
             except Exception as err:     # noqa: BLE001 - a failed run is a result, the campaign goes on
                 record.update(status="failed", error=one_line(err))
                 traceback.print_exc(file=log)
         record["wall_s"] = time.perf_counter() - t0
+        if notes:
+            record["notes"] = notes
         _fix_manifest(tmp, final)
         _write_json(tmp / RESULT, record)      # last: a directory with result.json is complete
         try:
@@ -209,12 +219,43 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 
 def read_record(run_dir: Path) -> dict[str, Any] | None:
-    """The ``result.json`` of a complete run directory, else None."""
+    """The ``result.json`` of a complete run directory, else None (:func:`record_problem`)."""
+    return record_problem(run_dir)[0]
+
+
+def record_problem(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``(record, None)`` for a sound run directory ``runs/KEY``; ``(None, why)`` when it cannot be
+    used (``why`` names the file: no or an unreadable ``result.json``, the record of another run,
+    status ok without metrics, ...); ``(None, None)`` when there is no such directory."""
+    path = run_dir / RESULT
+    if not run_dir.is_dir():
+        return None, None
     try:
-        record = json.loads((run_dir / RESULT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return record if isinstance(record, dict) and record.get("status") in ("ok", "failed") else None
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{run_dir}: no {RESULT} (an incomplete run)"
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"{path}: cannot read ({getattr(err, 'strerror', None) or err})"
+    except ValueError as err:
+        return None, f"{path}: not valid JSON ({err})"
+    why = _record_error(record, run_dir.name)
+    return (None, f"{path}: {why}") if why else (record, None)
+
+
+def _record_error(record: Any, key: str) -> str | None:
+    if not isinstance(record, dict):
+        return "not a run record (a JSON object)"
+    if record.get("key") != key:
+        other = record.get("key")
+        return f"record of run {other}, not {key}" if isinstance(other, str) else f"record without the key {key}"
+    status = record.get("status")
+    if status == "ok" and not isinstance(record.get("metrics"), dict):
+        return "status ok without metrics"
+    if status == "failed" and not (isinstance(record.get("error"), str) and record["error"]):
+        return "status failed without an error"
+    if status not in ("ok", "failed"):
+        return f"status {json.dumps(status, default=str)}, not \"ok\" or \"failed\""
+    return None
 
 
 # --------------------------------------------------------------------------- executors

@@ -4,6 +4,10 @@ campaign directory (``inputs/``) and shared by every run that uses them.
 Every cache entry is written under a temporary name and renamed into place as the last step, so a
 killed campaign never leaves a half-written input that a later run would read, and two workers
 making the same entry at once both succeed (the contents are equal, the last rename wins).
+
+An entry found damaged (cut short, edited, a file missing: :func:`conversion_problem`, a workload or
+platform that does not parse) is never used: it is moved away, made again, and ``note(line)`` says
+which file and why.
 """
 
 from __future__ import annotations
@@ -14,15 +18,18 @@ import math
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from batfeed.campaign.spec import PlatformSpec, TraceSpec
+from batfeed.campaign.spec import MAX_HOSTS, PlatformSpec, TraceSpec
 from batfeed.errors import BatfeedError
+
+Note = Callable[[str], None]
+CONVERSION = "conversion.json"
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,32 @@ def _atomic(final: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+def _quiet(_line: str) -> None:
+    pass
+
+
+def discard(path: Path) -> None:
+    """Move a damaged cache entry (file or folder) away at once (a rename), then delete it."""
+    gone = path.with_name(f".tmp-damaged-{path.name}-{os.getpid()}-{secrets.token_hex(3)}")
+    try:
+        os.rename(path, gone)
+    except FileNotFoundError:           # another worker moved it first
+        return
+    if gone.is_dir():
+        shutil.rmtree(gone, ignore_errors=True)
+    else:
+        gone.unlink(missing_ok=True)
+
+
+def workload_problem(path: Path) -> str | None:
+    """Why the cached workload ``path`` cannot be used (its one-line read error, naming it), else None."""
+    try:
+        read_workload(path)
+    except (BatfeedError, OSError, EOFError, ValueError) as err:
+        return str(err).splitlines()[0] if str(err) else f"{path}: {type(err).__name__}"
+    return None
+
+
 def read_workload(path: str | Path) -> dict[str, Any]:
     """A Batsim workload JSON, plain or compressed (:func:`batfeed.adapters.workload.load_workload_json`:
     one-line errors naming the file)."""
@@ -69,19 +102,25 @@ def write_workload_atomic(path: Path, data: dict[str, Any]) -> Path:
     return path
 
 
-def convert_trace(trace: TraceSpec, key: str, inputs: Path) -> Converted:
-    """The trace converted with its options into ``inputs/KEY/`` (reused when already there)."""
+def convert_trace(trace: TraceSpec, key: str, inputs: Path, note: Note = _quiet) -> Converted:
+    """The trace converted with its options into ``inputs/KEY/`` (reused when there and sound, else
+    made again: :func:`conversion_problem`)."""
     final = inputs / key
-    meta = final / "conversion.json"
-    if meta.is_file():
-        return _converted(final, json.loads(meta.read_text(encoding="utf-8")))
+    meta = final / CONVERSION
+    if final.exists():
+        info, problem = conversion_problem(final)
+        if info is not None:
+            return _converted(final, info)
+        note(f"{problem}: conversion redone")
+        discard(final)
     inputs.mkdir(parents=True, exist_ok=True)
     tmp = _tmp_name(final)
     tmp.mkdir()
     try:
         info = _convert_swf(trace, tmp) if trace.format == "swf" else _convert_json(trace, tmp)
         info.update(trace=str(trace.path), name=trace.name, format=trace.format, options=trace.convert)
-        (tmp / "conversion.json").write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
+        info["sha256"] = {name: _sha256(tmp / name) for name in (info["workload"], info.get("platform")) if name}
+        (tmp / CONVERSION).write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, final)
         except OSError:                 # made meanwhile by another process: use that one
@@ -90,6 +129,44 @@ def convert_trace(trace: TraceSpec, key: str, inputs: Path) -> Converted:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _converted(final, json.loads(meta.read_text(encoding="utf-8")))
+
+
+def _sha256(path: Path) -> str:
+    from batfeed.campaign.expand import file_sha256
+
+    return file_sha256(path)
+
+
+def conversion_problem(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """``inputs/KEY``'s conversion record, or None and why it cannot be used (naming the file): no or
+    an unreadable ``conversion.json``, a file it names missing, or not the file converted (its SHA-256,
+    recorded since; for older records, a workload that does not parse)."""
+    meta = folder / CONVERSION
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, f"{meta}: missing"
+    except (OSError, UnicodeDecodeError) as err:
+        return None, f"{meta}: cannot read ({getattr(err, 'strerror', None) or err})"
+    except ValueError as err:
+        return None, f"{meta}: not valid JSON ({err})"
+    kept, plat, sums = (info.get(k) for k in ("kept", "platform", "sha256")) if isinstance(info, dict) else [None] * 3
+    if not (isinstance(info, dict) and isinstance(info.get("workload"), str) and isinstance(kept, int)
+            and (plat is None or isinstance(plat, str)) and (sums is None or isinstance(sums, dict))):
+        return None, f"{meta}: not a conversion record (workload, platform, kept)"
+    for name in (info["workload"], plat):
+        if name is None:
+            continue
+        path = folder / name
+        if not path.is_file():
+            return None, f"{path}: missing (named by {CONVERSION})"
+        if sums is not None and sums.get(name) != _sha256(path):
+            return None, f"{path}: not the file converted (its SHA-256 differs from {CONVERSION}'s)"
+    if sums is None:
+        problem = workload_problem(folder / info["workload"])
+        if problem:
+            return None, problem
+    return info, None
 
 
 def _converted(folder: Path, info: dict[str, Any]) -> Converted:
@@ -137,12 +214,17 @@ def _convert_json(trace: TraceSpec, out: Path) -> dict[str, Any]:
 
 def scale_load(jobs: list[dict[str, Any]], load: float) -> None:
     """Trace option ``load = F``: every submit time divided by F (arrival rate × F, the offered load × F
-    on the same platform); sizes, run times, walltimes and recorded waits unchanged."""
+    on the same platform); sizes, run times, walltimes and recorded waits unchanged.  A submit time
+    that would overflow is a :class:`BatfeedError`."""
     for job in jobs:
-        job["subtime"] = float(job["subtime"]) / load
+        t = float(job["subtime"]) / load
+        if not math.isfinite(t):
+            raise BatfeedError(f"load = {load:g}: job {job.get('id')}'s submit time {job['subtime']} / {load:g} "
+                               "overflows: give a larger load factor")
+        job["subtime"] = t
 
 
-def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str) -> Path:
+def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str, note: Note = _quiet) -> Path:
     """The platform file of a run: the conversion's, a generated cluster, or the given XML."""
     if plat.kind == "xml":
         return Path(plat.value)
@@ -154,22 +236,51 @@ def platform_path(plat: PlatformSpec, conv: Converted, inputs: Path, where: str)
     if plat.kind == "scale":
         if conv.nb_res is None:
             raise BatfeedError(f"{where}: the workload gives no nb_res to scale: use nb_machines or xml")
-        n = max(1, math.ceil(conv.nb_res * plat.value - 1e-9))   # rounded up, as convert's size_scale
+        size = conv.nb_res * plat.value
+        if not size <= MAX_HOSTS:
+            raise BatfeedError(f"{where}: {conv.nb_res} hosts × {plat.value:g} is more than {MAX_HOSTS} hosts")
+        n = max(1, math.ceil(size - 1e-9))   # rounded up, as convert's size_scale
     else:
         n = int(plat.value)
-    return generated_platform(n, inputs)
+    return generated_platform(n, inputs, note)
 
 
-def generated_platform(n: int, inputs: Path) -> Path:
-    """``inputs/platforms/nN.xml``: N homogeneous hosts (``batfeed platform N``)."""
+_SOUND: set[tuple[str, int, int]] = set()     # generated platforms found sound: (path, size, mtime)
+
+
+def generated_platform(n: int, inputs: Path, note: Note = _quiet) -> Path:
+    """``inputs/platforms/nN.xml``: N homogeneous hosts (``batfeed platform N``); made again when the
+    file there does not parse as a platform."""
     from batfeed.platforms.generate import write_homogeneous_platform
 
     final = inputs / "platforms" / f"n{n}.xml"
-    if not final.is_file():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with _atomic(final) as tmp:
-            write_homogeneous_platform(tmp, n)
+    if final.is_file():
+        problem = _xml_problem(final)
+        if problem is None:
+            return final
+        note(f"{final}: {problem}: platform made again")
+        discard(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with _atomic(final) as tmp:
+        write_homogeneous_platform(tmp, n)
     return final
+
+
+def _xml_problem(path: Path) -> str | None:
+    import xml.etree.ElementTree as ET
+
+    st = path.stat()
+    memo = (str(path), st.st_size, st.st_mtime_ns)
+    if memo in _SOUND:
+        return None
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as err:
+        return f"not a platform XML ({err})"
+    if root.tag != "platform":
+        return f"not a platform XML (root <{root.tag}>)"
+    _SOUND.add(memo)
+    return None
 
 
 def shake_jobs(jobs: list[dict[str, Any]], shake: float, seed: int) -> None:
@@ -189,29 +300,65 @@ def shake_jobs(jobs: list[dict[str, Any]], shake: float, seed: int) -> None:
         job["subtime"] = t
 
 
-def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Path) -> Path:
-    """``source`` shaken with ``seed`` (:func:`shake_jobs`), cached at ``dest`` (made once, atomically)."""
+def _cached(dest: Path, note: Note) -> bool:
+    """``dest`` is a sound cached workload: its SHA-256 is the one recorded beside it when it was made
+    (``dest.sha256``; hashing costs a few % of parsing it), or, with no record (made before, or the
+    writer was killed between the two renames), it parses, and the record is written now.  A damaged one
+    is moved away, with a note."""
+    if not dest.is_file():
+        return False
+    side = dest.with_name(dest.name + ".sha256")
+    try:
+        recorded: str | None = side.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        recorded = None
+    if recorded is not None:
+        if recorded == _sha256(dest):
+            return True
+        problem: str | None = f"{dest}: not the workload made here (its SHA-256 differs from {side.name}'s)"
+    else:
+        problem = workload_problem(dest)
+        if problem is None:
+            _seal(dest)
+            return True
+    note(f"{problem}: workload made again")
+    discard(dest)
+    side.unlink(missing_ok=True)
+    return False
+
+
+def _seal(dest: Path) -> Path:
+    """Record ``dest``'s SHA-256 beside it (``dest.sha256``, atomically), for :func:`_cached`."""
+    with _atomic(dest.with_name(dest.name + ".sha256")) as tmp:
+        tmp.write_text(_sha256(dest) + "\n", encoding="utf-8")
+    return dest
+
+
+def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Path, note: Note = _quiet) -> Path:
+    """``source`` shaken with ``seed`` (:func:`shake_jobs`), cached at ``dest`` (made once, atomically;
+    again when found damaged)."""
     dest = Path(dest)
-    if dest.is_file():
+    if _cached(dest, note):
         return dest
     data = read_workload(source)
     shake_jobs(data["jobs"], shake, seed)
     data["batfeed_shake"] = {"seconds": shake, "seed": seed, "source": Path(source).name}
     dest.parent.mkdir(parents=True, exist_ok=True)
-    return write_workload_atomic(dest, data)
+    return _seal(write_workload_atomic(dest, data))
 
 
 def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path, *,
-                     method: str = "weekly", load: float = 1.0, rb_npw: float = 0.0) -> Path:
+                     method: str = "weekly", load: float = 1.0, rb_npw: float = 0.0, note: Note = _quiet) -> Path:
     """``source`` resampled to ``weeks`` weeks with ``seed`` — ``method`` "weekly": the online-tuning
     paper's weekly user resampling (:mod:`batfeed.adapters.resample`); "users": Zakay & Feitelson's
     user-based resampling with load factor ``load`` and ``rb_npw`` rare-behaviour arrivals per week (the
     detected flurries; :mod:`batfeed.users.zf_resample`) — then shaken
-    by ``shake`` s with the same seed (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically)."""
+    by ``shake`` s with the same seed (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically;
+    again when found damaged)."""
     from batfeed.adapters.resample import resample_weekly, write_workload_file
 
     dest = Path(dest)
-    if dest.is_file():
+    if _cached(dest, note):
         return dest
     if method == "users":
         from batfeed.users.zf_resample import resample_users
@@ -226,4 +373,4 @@ def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, de
     dest.parent.mkdir(parents=True, exist_ok=True)
     with _atomic(dest) as tmp:
         write_workload_file(tmp, data)
-    return dest
+    return _seal(dest)

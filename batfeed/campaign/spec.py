@@ -10,8 +10,10 @@ seeds and metrics (``docs/campaign.md``).  :func:`load_spec` returns a :class:`C
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -27,6 +29,10 @@ TOP_KEYS = ("name", "description", "output", "traces", "platforms", "schedulers"
 DEFAULT_METRICS = ("nb_jobs", "nb_rejected", "nb_killed", "nb_walltime", "wait.mean", "wait.p90", "wait.max",
                    "bounded_slowdown.mean", "bounded_slowdown.max", "utilisation", "makespan", "throughput_per_hour")
 USER_METRICS = ("lateness.mean_s", "lateness.relative", "lateness.delta_s")   # added when a run has a user model
+MAX_SEED = 2**63 - 1                # the table's seed column is int64
+MAX_SHAKE = 1e9                     # s (31 years): beyond, the shaken times swamp the run times (and memory)
+MAX_WEEKS = 10_000                  # resample_weeks (192 years)
+MAX_HOSTS = 10_000_000              # hosts of a generated platform (nb_machines, scale)
 
 
 class CampaignError(BatfeedError, ValueError):
@@ -149,12 +155,16 @@ class Checker:
         raise self.fail(where, f"must be a list, got {json.dumps(value, default=str)}")
 
     def number(self, value: Any, where: str, minimum: float = 0.0, above: bool = False,
-               integer: bool = False) -> float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value == value
+               integer: bool = False, maximum: float | None = None) -> float:
+        """A finite number (an integer when ``integer``) >= ``minimum`` (> with ``above``), <= ``maximum``."""
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         ok = ok and (value > minimum if above else value >= minimum) and (not integer or float(value).is_integer())
-        if not ok:
-            kind = "an integer" if integer else "a number"
-            raise self.fail(where, f"must be {kind} {'>' if above else '>='} {minimum:g}, "
+        if not ok or maximum is not None and value > maximum:
+            infinite = isinstance(value, float) and not math.isfinite(value)
+            kind = "an integer" if integer else "a finite number" if infinite else "a number"
+            bounds = [f"{'>' if above else '>='} {minimum:g}"] if math.isfinite(minimum) else []
+            bounds += [f"<= {int(maximum) if float(maximum).is_integer() else maximum}"] if maximum is not None else []
+            raise self.fail(where, f"must be {' '.join([kind, ' and '.join(bounds)]).strip()}, "
                                    f"got {json.dumps(value, default=str)}")
         return int(value) if integer else float(value)
 
@@ -168,6 +178,39 @@ class Checker:
             why = f" (environment variable {', '.join(unset)} not set)" if unset else ""
             raise self.fail(where, f"no such file: {path}{why}")
         return path.resolve()
+
+
+class DuplicateKey(Exception):
+    """A YAML mapping with a key written twice (``line``: the second, ``first``: the first; from 1)."""
+
+    def __init__(self, key: Any, line: int, first: int):
+        super().__init__(f"key '{key}' on lines {first} and {line}")
+        self.key, self.line, self.first = key, line, first
+
+
+@functools.cache
+def _unique_key_loader() -> Any:
+    """``yaml.SafeLoader`` refusing a key written twice in one mapping (:class:`DuplicateKey`); keys a
+    merge (``<<: *anchor``) brings may still be overridden, as YAML means them to."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key, line = self.construct_object(key_node, deep=True), key_node.start_mark.line + 1
+                    try:
+                        if key in seen:
+                            raise DuplicateKey(key, line, seen[key])
+                        seen[key] = line
+                    except TypeError:       # an unhashable key: SafeLoader's own error follows
+                        continue
+            return super().construct_mapping(node, deep)
+
+    return UniqueKeyLoader
 
 
 def read_text(path: Path) -> tuple[dict[str, Any], str]:
@@ -189,7 +232,10 @@ def read_text(path: Path) -> tuple[dict[str, Any], str]:
         import yaml
 
         try:
-            data = yaml.safe_load(text)
+            data = yaml.load(text, Loader=_unique_key_loader())   # a SafeLoader
+        except DuplicateKey as err:
+            raise CampaignError(f"{source}:{err.line}: key '{err.key}' given twice (first on line {err.first}); "
+                                "YAML would keep the last one silently: remove one") from None
         except yaml.YAMLError as err:
             mark = getattr(err, "problem_mark", None)
             where = f"{source}:{mark.line + 1}" if mark is not None else source
@@ -231,7 +277,7 @@ def load_spec(spec: str | Path | Mapping[str, Any], base: str | Path | None = No
     platforms = check_platforms(c, data.get("platforms", ["trace"]), traces, weekly is not None)
     schedulers = check_schedulers(c, data["schedulers"], weekly is not None)
     users = check_users(c, data.get("users", ["none"]), weekly is not None)
-    seeds = [int(c.number(s, at("seeds", i), minimum=0, integer=True))
+    seeds = [int(c.number(s, at("seeds", i), minimum=0, integer=True, maximum=MAX_SEED))
              for i, s in enumerate(c.entries(data.get("seeds", [0]), "seeds"))]
     if len(set(seeds)) != len(seeds):
         raise c.fail("seeds", f"a seed is listed twice: {seeds}")

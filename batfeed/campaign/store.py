@@ -8,7 +8,10 @@
     DIR/results.csv, results.parquet  the table
 
 One invocation at a time holds ``DIR/.lock`` (``fcntl.flock``); leftovers of an interrupted one
-(``.tmp-*`` names) are removed when the next starts.
+(``.tmp-*`` names) are removed when the next starts.  Nothing damaged is trusted: a run directory
+whose ``result.json`` is not its run's record is removed and the run redone (:func:`records`), a
+damaged input made again (:mod:`batfeed.campaign.inputs`), an unreadable ``campaign.json``
+rewritten, each with a note naming the file.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from batfeed.campaign.execute import read_record
+from batfeed.campaign.execute import record_problem
 from batfeed.campaign.spec import Campaign
 from batfeed.errors import BatfeedError
 
@@ -71,13 +75,21 @@ def clean_partial(root: Path) -> int:
     return n
 
 
-def records(root: Path, keys: list[str]) -> dict[str, dict[str, Any]]:
-    """The result records of the complete runs among ``keys``."""
+def records(root: Path, keys: list[str], note: Callable[[str], None] | None = None,
+            repair: bool = True) -> dict[str, dict[str, Any]]:
+    """The result records of the complete runs among ``keys``.  A run directory that is not sound
+    (:func:`~batfeed.campaign.execute.record_problem`: e.g. a ``result.json`` copied from another run)
+    is never used: it is removed (with ``repair``; else left as is, a dry run) and ``note`` says so."""
     out = {}
     for key in keys:
-        rec = read_record(root / "runs" / key)
+        rec, problem = record_problem(root / "runs" / key)
         if rec is not None:
             out[key] = rec
+        elif problem is not None:
+            if repair:
+                forget(root, key)
+            if note is not None:
+                note(f"{problem}: run {'redone' if repair else 'to redo'}")
     return out
 
 
@@ -85,7 +97,7 @@ def forget(root: Path, key: str) -> None:
     """Remove a run's directory (``--retry-failed``), renaming it away first so it vanishes at once."""
     final = root / "runs" / key
     if final.is_dir():
-        gone = final.with_name(f".tmp-{key}-retry-{os.getpid()}")
+        gone = final.with_name(f".tmp-{key}-retry-{os.getpid()}-{secrets.token_hex(3)}")
         os.rename(final, gone)
         shutil.rmtree(gone, ignore_errors=True)
 
@@ -109,6 +121,21 @@ def read_manifest(root: Path) -> dict[str, Any]:
         return data if isinstance(data, dict) else {}
     except (OSError, ValueError):
         return {}
+
+
+def manifest_problem(root: Path) -> str | None:
+    """Why ``campaign.json`` cannot be read (naming it; it is then rewritten without the earlier
+    invocations), else None (also when there is none yet)."""
+    path = root / MANIFEST
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{path}: cannot read ({getattr(err, 'strerror', None) or err})"
+    except ValueError as err:
+        return f"{path}: not valid JSON ({err})"
+    return None if isinstance(data, dict) else f"{path}: not a campaign manifest (a JSON object)"
 
 
 def write_manifest(root: Path, camp: Campaign, spec_name: str, invocation: dict[str, Any],

@@ -2,9 +2,10 @@
 
 Inputs are ``_jobs.csv`` files, folders of them, or campaign folders (a ``results.parquet`` or
 ``results.csv`` table whose ``jobs_csv`` and ``manifest`` columns name each run's files, relative to
-the folder or absolute).  A run's manifest is ``PREFIX_manifest.json`` next to ``PREFIX_jobs.csv``
-(or the campaign table's ``manifest``).  Runs whose manifests agree on everything but the seed form
-one *configuration*; the comparison shows its mean and 95 % confidence interval across seeds.
+the folder or absolute; the table is verified first: :func:`campaign_table`).  A run's manifest is
+``PREFIX_manifest.json`` next to ``PREFIX_jobs.csv`` (or the campaign table's ``manifest``).  Runs
+whose manifests agree on everything but the seed form one *configuration*; the comparison shows its
+mean and 95 % confidence interval across seeds.
 """
 
 from __future__ import annotations
@@ -74,14 +75,87 @@ def _present(v: Any) -> bool:
     return v is not None and not (isinstance(v, float) and math.isnan(v)) and v != ""
 
 
-def _campaign_rows(folder: Path) -> list[Source]:
-    """The finished runs of a campaign table (helper of :func:`find_runs`); rows sharing one
-    simulation (an unused seed) give one run."""
+def _again(folder: Path, manifest: dict[str, Any] | None, what: str) -> str:
+    spec = (manifest or {}).get("spec_source")
+    spec = spec if isinstance(spec, str) and spec and spec != "campaign spec" else "SPEC"
+    return f"run 'batfeed campaign {spec} -o {folder}' again to {what}"
+
+
+def _csv_shape(path: Path) -> str | None:
+    """Why ``path`` is not a whole CSV table (a row with another number of fields than the header, a
+    last row cut short), else None."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as err:
+        return f"cannot read ({getattr(err, 'strerror', None) or err})"
+    if not text.strip():
+        return "empty"
+    try:
+        reader = csv.reader(text.splitlines(keepends=True))
+        width = len(next(reader))
+        for row in reader:
+            if len(row) != width:
+                return f"line {reader.line_num} has {len(row)} fields, the header {width}"
+    except csv.Error as err:
+        return f"not a CSV table ({err})"
+    if not text.endswith("\n"):
+        return "the last row is cut short (no line break at the end)"
+    return None
+
+
+def campaign_table(folder: Path) -> tuple[Path, pd.DataFrame]:
+    """A campaign folder's table, verified: its ``results.parquet`` (else ``results.csv``) reads
+    whole, and in a ``batfeed campaign`` folder (a ``campaign.json``) it has the manifest's number of
+    runs, ``run`` 0..n-1, and each ``ok`` row's ``runs/KEY/result.json`` is that run's record.  A
+    damaged table or folder is an :class:`InputError` naming the file, never a partial report."""
+    from batfeed.campaign.execute import record_problem
+
+    manifest_path = folder / "campaign.json"
+    manifest: dict[str, Any] | None = None
+    if manifest_path.exists():
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise InputError(f"cannot read the campaign manifest ({err}): the folder is damaged; "
+                             f"{_again(folder, None, 'rewrite it')}", str(manifest_path)) from None
+        if not isinstance(manifest, dict):
+            raise InputError(f"not a campaign manifest: {_again(folder, None, 'rewrite it')}", str(manifest_path))
     table = next(folder / name for name in CAMPAIGN_TABLES if (folder / name).is_file())
+
+    def damaged(why: str, path: Path = table, what: str = "rewrite it") -> InputError:
+        return InputError(f"{why}: the table is damaged; {_again(folder, manifest, what)}", str(path))
+
+    if table.suffix == ".csv" and (why := _csv_shape(table)):
+        raise damaged(why)
     try:
         rows = pd.read_parquet(table) if table.suffix == ".parquet" else pd.read_csv(table)
     except Exception as err:
-        raise InputError(f"cannot read the campaign table: {err}", str(table)) from None
+        text = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise damaged(f"cannot read the campaign table ({text})") from None
+    n = manifest.get("runs") if manifest else None
+    if isinstance(n, int) and not isinstance(n, bool) and len(rows) != n:
+        raise damaged(f"{len(rows)} rows, campaign.json says {n} runs")
+    if "run" in rows.columns and rows["run"].tolist() != list(range(len(rows))):
+        raise damaged(f"the run column is not 0..{len(rows) - 1} in order")
+    if manifest is not None and {"key", "status"} <= set(rows.columns):
+        ok = rows[rows["status"].astype(str) == "ok"]
+        for key in dict.fromkeys(ok["key"].astype(str)):
+            record, why = record_problem(folder / "runs" / key)
+            if record is None:
+                raise InputError(f"{why or 'no such run directory'}: the table says run {key} is done; "
+                                 f"{_again(folder, manifest, 'redo it')}", None if why else str(folder / "runs" / key))
+            if record["status"] != "ok":
+                raise damaged(f"run {key} is ok in the table, {record['status']} in runs/{key}/result.json")
+    return table, rows
+
+
+def _campaign_rows(folder: Path) -> list[Source]:
+    """The finished runs of a campaign table (helper of :func:`find_runs`); rows sharing one
+    simulation (an unused seed) give one run."""
+    table, rows = campaign_table(folder)
     if "jobs_csv" not in rows.columns:
         raise InputError("not a campaign table: no jobs_csv column", str(table))
     if "status" in rows.columns:
