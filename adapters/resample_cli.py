@@ -57,7 +57,8 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
     text = ("validate resamples against their original (Zakay & Feitelson): per-user marginals and weekly arrival "
             "profile (KS / total variation), stack-depth locality and Hurst exponent (mean ± sd)")
     v = methods.add_parser("validate", help=text, description=text)
-    v.add_argument("original", metavar="ORIGINAL", help="the original Batsim workload JSON (plain or .gz)")
+    v.add_argument("original", metavar="ORIGINAL", help="the original Batsim workload JSON (plain or .gz), or its "
+                                                         "SWF log (converted on the fly)")
     v.add_argument("resamples", nargs="+", metavar="RESAMPLE", help="resampled workloads of ORIGINAL")
     v.add_argument("--session-gap-min", type=float, default=20.0, metavar="M",
                    help="a submit gap > M minutes starts a new session (default 20)")
@@ -90,8 +91,15 @@ def cmd_resample_validate(args: argparse.Namespace) -> int:
         from batfeed.outpaths import writable_file
 
         writable_file(Path(args.json), "--json")
-    marg = compare_marginals(args.original, args.resamples, session_gap_s=60.0 * args.session_gap_min)
-    loc = compare(args.original, args.resamples)
+    from contextlib import ExitStack
+
+    from batfeed.adapters.workload import workload_or_swf
+
+    with ExitStack() as stack:              # an SWF (the original log, usually) is converted on the fly
+        original, *resamples = (str(stack.enter_context(workload_or_swf(p, "resample"))[0])
+                                for p in (args.original, *args.resamples))
+        marg = compare_marginals(original, resamples, session_gap_s=60.0 * args.session_gap_min)
+        loc = compare(original, resamples)
     print(f"per-user marginals and weekly profile: {args.original} vs {len(args.resamples)} resample(s)")
     print(format_marginals(marg))
     print(f"\nlocality and Hurst exponent\n{'metric':<18} {'original':>9} {'resampled':>9}")

@@ -291,7 +291,8 @@ def test_an_swf_with_no_usable_record_is_one_line_error_on_the_fly(tmp_path: Pat
 
 def test_resample_users_and_weekly_read_an_swf(tmp_path: Path) -> None:
     """``resample users|weekly`` convert an SWF on the fly (same summary line); the outputs keep the header's
-    platform size, record the trace as their source and pass ``resample validate`` against the conversion."""
+    platform size, record the trace as their source and pass ``resample validate`` against the conversion, or
+    against the SWF itself (converted on the fly too)."""
     write_swf(tmp_path / "w.swf")
     outs = []
     for method in ("users", "weekly"):
@@ -307,3 +308,50 @@ def test_resample_users_and_weekly_read_an_swf(tmp_path: Path) -> None:
     proc = run_cli(["resample", "validate", "conv/w.json", *outs], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "per-user marginals and weekly profile: conv/w.json vs 2 resample(s)" in proc.stdout
+    direct = run_cli(["resample", "validate", "w.swf", *outs], tmp_path)     # the log itself, converted on the fly
+    assert direct.returncode == 0, direct.stderr
+    note_line(direct, SUMMARY.format(prefix="batfeed resample", path="w\\.swf"))
+    assert direct.stdout.splitlines()[1:] == proc.stdout.splitlines()[1:], "the same tables"
+
+
+# ----------------------------------------------------------------- the engine's own inputs (as Batsim reads them)
+
+
+def test_platform_with_blank_lines_before_the_xml_declaration(tmp_path: Path) -> None:
+    """Three of Batsim 4.2.1's test platforms start with a blank line before ``<?xml``: SimGrid (so Batsim)
+    runs them, expat refused them.  Same outputs as without the line; line numbers in errors still the file's;
+    a declared ISO-8859-1 encoding is honoured."""
+    platform, workload = write_inputs(tmp_path)
+    text = platform.read_text()
+    assert text.startswith("<?xml")
+    late = tmp_path / "late.xml"
+    late.write_text("\n\n" + text)
+    for p, prefix in ((platform, "a"), (late, "b")):
+        proc = run_cli(["simulate", str(p), str(workload), "--scheduler", "fcfs", "-o", prefix], tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "a_jobs.csv").read_text() == (tmp_path / "b_jobs.csv").read_text()
+    lines = late.read_text().splitlines()
+    dup = next(i for i, line in enumerate(lines) if "<host " in line and "master" not in line)
+    lines.insert(dup + 1, lines[dup])                # the same host again, on file line dup + 2
+    late.write_text("\n".join(lines) + "\n")
+    proc = run_cli(["simulate", str(late), str(workload), "--scheduler", "fcfs", "-o", "c"], tmp_path)
+    error_line(proc, "simulate", rf"{re.escape(str(late))}:{dup + 2}: duplicate host name '[^']+' "
+                                 rf"\(first defined at line {dup + 1}\)")
+    latin = tmp_path / "latin.xml"
+    latin.write_bytes(b"\n" + text.replace("<?xml version='1.0'?>", "<?xml version='1.0' encoding='ISO-8859-1'?>")
+                      .replace("<platform", "<!-- caf\xe9 -->\n<platform", 1).encode("latin-1"))
+    assert b"encoding='ISO-8859-1'" in latin.read_bytes() and b"caf\xe9" in latin.read_bytes()
+    proc = run_cli(["simulate", str(latin), str(workload), "--scheduler", "fcfs", "-o", "d"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_workload_json_with_a_bom_says_batsim_refuses_it(tmp_path: Path) -> None:
+    """Batsim 4.2.1 parses the workload with rapidjson, which does not skip a byte-order mark ("could not be
+    parsed"): the engine refuses it as well, saying why and what to do, rather than Python's own words."""
+    platform, workload = write_inputs(tmp_path)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(BOM + workload.read_bytes())
+    proc = run_cli(["simulate", str(platform), str(bom), "--scheduler", "fcfs", "-o", "o"], tmp_path)
+    error_line(proc, "simulate", rf"{re.escape(str(bom))}:1: the file starts with a UTF-8 byte-order mark, which "
+                                 r"Batsim 4\.2 refuses \(\"Invalid JSON file: could not be parsed\"\): save it "
+                                 r"without one")

@@ -331,12 +331,37 @@ class _Reader:
     def read(self) -> None:
         try:
             with open(self.path, "rb") as stream:
-                self.parser.ParseFile(stream)
+                head = stream.read(1024)
+                late = _LATE_DECLARATION.match(head)
+                if late is None:
+                    stream.seek(0)
+                    self.parser.ParseFile(stream)
+                else:
+                    self.parser.Parse(_without_declaration(head + stream.read(), late), True)
+        except (LookupError, UnicodeDecodeError) as err:
+            raise InputError(f"cannot decode the platform file ({err})", self.path) from None
         except OSError as err:
             raise InputError(f"cannot read platform file: {err.strerror or err}", self.path) from None
         except expat.ExpatError as err:
             raise InputError(f"malformed XML: {expat.errors.messages[err.code]} (column {err.offset + 1})",
                              self.path, err.lineno) from None
+
+
+# Blank lines before the XML declaration: XML forbids them (expat: "XML or text declaration not at start of
+# entity"), SimGrid's platform parser skips them, so Batsim runs such files (three of its own test platforms).
+_LATE_DECLARATION = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]+(<\?xml\b[^>]*\?>)")
+_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+def _without_declaration(data: bytes, late: re.Match[bytes]) -> bytes:
+    """``data`` with its late XML declaration replaced by blanks (so line and column numbers stay), as
+    UTF-8 (expat's default once the declaration is gone)."""
+    declaration = late.group(1)
+    encoding = _ENCODING.search(declaration)
+    data = data[:late.start(1)] + b" " * len(declaration) + data[late.end(1):]
+    if encoding and encoding.group(1).decode().lower().replace("_", "-") not in ("utf-8", "utf8", "us-ascii"):
+        data = data.decode(encoding.group(1).decode()).encode("utf-8")
+    return data
 
 
 def _role(host: _RawHost, master_host: str, path: str) -> str:

@@ -269,6 +269,9 @@ def load_workload(path: str | Path, name: str) -> Workload:
     except FileNotFoundError:
         raise InputError("workload file not found", where) from None
     except json.JSONDecodeError as err:
+        if err.pos == 0 and err.msg.startswith("Unexpected UTF-8 BOM"):
+            raise InputError("the file starts with a UTF-8 byte-order mark, which Batsim 4.2 refuses (\"Invalid "
+                             "JSON file: could not be parsed\"): save it without one", where, 1) from None
         raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", where, err.lineno) from None
     except (OSError, EOFError, zlib.error) as err:
         what = "gzip-compressed workload" if gz else "workload"
