@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from batfeed.campaign.jsonfile import read_json
 from batfeed.errors import BatfeedError
 
 RESULT = "result.json"
@@ -231,13 +232,11 @@ def record_problem(run_dir: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not run_dir.is_dir():
         return None, None
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record, unread = read_json(path)
     except FileNotFoundError:
         return None, f"{run_dir}: no {RESULT} (an incomplete run)"
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"{path}: cannot read ({getattr(err, 'strerror', None) or err})"
-    except ValueError as err:
-        return None, f"{path}: not valid JSON ({err})"
+    if unread:
+        return None, unread
     why = _record_error(record, run_dir.name)
     return (None, f"{path}: {why}") if why else (record, None)
 

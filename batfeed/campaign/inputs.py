@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from batfeed.campaign.jsonfile import read_json
 from batfeed.campaign.spec import MAX_HOSTS, PlatformSpec, TraceSpec
 from batfeed.errors import BatfeedError
 
@@ -143,13 +144,11 @@ def conversion_problem(folder: Path) -> tuple[dict[str, Any] | None, str | None]
     recorded since; for older records, a workload that does not parse)."""
     meta = folder / CONVERSION
     try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
+        info, unread = read_json(meta)
     except FileNotFoundError:
         return None, f"{meta}: missing"
-    except (OSError, UnicodeDecodeError) as err:
-        return None, f"{meta}: cannot read ({getattr(err, 'strerror', None) or err})"
-    except ValueError as err:
-        return None, f"{meta}: not valid JSON ({err})"
+    if unread:
+        return None, unread
     kept, plat, sums = (info.get(k) for k in ("kept", "platform", "sha256")) if isinstance(info, dict) else [None] * 3
     if not (isinstance(info, dict) and isinstance(info.get("workload"), str) and isinstance(kept, int)
             and (plat is None or isinstance(plat, str)) and (sums is None or isinstance(sums, dict))):

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from batfeed.campaign.execute import record_problem
+from batfeed.campaign.jsonfile import read_json
 from batfeed.campaign.spec import Campaign
 from batfeed.errors import BatfeedError
 
@@ -128,14 +129,10 @@ def manifest_problem(root: Path) -> str | None:
     invocations), else None (also when there is none yet)."""
     path = root / MANIFEST
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data, unread = read_json(path)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as err:
-        return f"{path}: cannot read ({getattr(err, 'strerror', None) or err})"
-    except ValueError as err:
-        return f"{path}: not valid JSON ({err})"
-    return None if isinstance(data, dict) else f"{path}: not a campaign manifest (a JSON object)"
+    return unread or (None if isinstance(data, dict) else f"{path}: not a campaign manifest (a JSON object)")
 
 
 def write_manifest(root: Path, camp: Campaign, spec_name: str, invocation: dict[str, Any],
