@@ -288,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='user-model options, e.g. {"speed_factor": 2, "graph": "reduced", "threshold_min": 30}')
     s.set_defaults(func=cmd_simulate)
 
+    from batfeed.batsim_cli import add_batsim_parser
+
+    add_batsim_parser(sub)              # Batsim 4.2.1's own command line on the engine
+
     s = sub.add_parser("sessions", help="split a trace into user sessions and write their dependency graphs")
     s.add_argument("trace", help="workload JSON (from 'batfeed convert swf') or an SWF trace")
     s.add_argument("-t", "--threshold", type=float, required=True, metavar="MINUTES",

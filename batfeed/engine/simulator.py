@@ -92,6 +92,7 @@ class EngineConfig:
     forward_profiles_on_submission: bool = False
     forward_unknown_events: bool = False
     sched_config: str = ""
+    disable_machine_state_tracing: bool = False     # no PREFIX_machine_states.csv (export.cpp)
 
 
 @dataclass
@@ -543,6 +544,7 @@ class Simulator(DecisionsMixin):
             jobs_csv, schedule_csv = Path(prefix + "_jobs.csv"), Path(prefix + "_schedule.csv")
             t.write_jobs_csv(jobs_csv)
             t.write_schedule_csv(schedule_csv, schedule)
-            self.machines.write_states_csv(prefix + "_machine_states.csv")
+            if not self.config.disable_machine_state_tracing:
+                self.machines.write_states_csv(prefix + "_machine_states.csv")
         return SimulationResult(jobs_csv, schedule_csv, counts, schedule, self.clock, wall, self.messages, t,
                                 getattr(self.driver, "name", "pybatsim"))
