@@ -120,3 +120,27 @@ def test_a_pybatsim_scheduler_under_real_batsim_equals_the_pybatsim_path(tmp_pat
     assert ours.driver == "pybatsim"
     for suffix in ("_jobs.csv", "_machine_states.csv"):
         assert Path(f"{real}{suffix}").read_bytes() == (tmp_path / f"engine{suffix}").read_bytes(), suffix
+
+
+def test_batfeed_batsim_is_a_drop_in_for_batsim(tmp_path, kth):
+    """The same command line, ``batsim ...`` then ``batfeed batsim ...``, against the same scheduler
+    (``batfeed schedule easy``): byte-identical ``_jobs.csv`` and ``_machine_states.csv``."""
+    def run(program: list[str], prefix: str) -> Path:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        sched = subprocess.Popen([sys.executable, "-P", "-m", "batfeed.cli", "schedule", "easy", "--socket",
+                                  f"tcp://127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            subprocess.run([*program, "-p", str(kth.platform_path), "-w", str(kth.workload_path), "-e",
+                            str(tmp_path / prefix), "-s", f"tcp://127.0.0.1:{port}", "-q",
+                            "--disable-schedule-tracing", "--forward-profiles-on-submission", "--sched-cfg", "{}"],
+                           check=True, capture_output=True, timeout=600)
+        finally:
+            sched.wait(timeout=60)
+        return tmp_path / prefix
+
+    real = run([BATSIM], "real")
+    ours = run([sys.executable, "-P", "-m", "batfeed.cli", "batsim"], "ours")
+    for suffix in ("_jobs.csv", "_machine_states.csv"):
+        assert Path(f"{real}{suffix}").read_bytes() == Path(f"{ours}{suffix}").read_bytes(), suffix
