@@ -82,10 +82,12 @@ def add_batsim_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="SimGrid logging option: accepted, without effect (batfeed has no SimGrid log)")
     b.add_argument("--version", action="store_true", help="the Batsim version the engine follows")
     b.add_argument("--simgrid-version", action="store_true", help="the SimGrid version the engine follows")
-    for flag, (values, _) in REFUSED.items():        # parsed, so that the refusal names the feature
+    for flag, (values, what) in REFUSED.items():     # parsed, so that the refusal names the feature
         names = [SHORT[flag], flag] if flag in SHORT else [flag]
-        how: dict[str, Any] = {"action": "append", "nargs": values} if values else {"action": "store_true"}
-        b.add_argument(*names, dest=_dest(flag), help=argparse.SUPPRESS, **how)
+        how: dict[str, Any] = {"action": "append", "nargs": values, "metavar": "VALUE"} if values else \
+            {"action": "store_true"}
+        b.add_argument(*names, dest=_dest(flag), help=f"refused: needs {what}, which the engine does not model",
+                       **how)
     b.set_defaults(func=cmd_batsim)
     return b
 
