@@ -57,6 +57,10 @@ def test_exact_timers_switch_to_simgrid_steps_on_a_fractional_duration():
     assert sg.live[0][0] == (10.0 - 4.0) - 1 / 3                         # the remainder is what rounds
 
 
+def _no_early(date: float, due: list) -> None:
+    raise AssertionError(f"nothing ends before the message arrives (at {date}: {due})")
+
+
 def test_simgrid_steps_reproduce_the_drift_of_a_remainder():
     # a 5.75 s sleep during which 10 messages of 1e-15 s happen: the clock (at 100) absorbs them,
     # the remainder (below 8 s) does not, so the sleeper wakes up before 105.75 - exactly as Batsim
@@ -64,7 +68,7 @@ def test_simgrid_steps_reproduce_the_drift_of_a_remainder():
     sg.add(100.0, 5.75, 1, 0, "submitter")
     clock = 100.0
     for _ in range(10):
-        clock, due = sg.message_step(clock, 1e-15)
+        clock, due = sg.message_step(clock, 0.0, 1e15, _no_early)
         assert not due
     assert clock == 100.0
     clock, due = sg.next_step(clock)
@@ -85,6 +89,6 @@ def test_a_tiny_sleep_ends_at_the_next_message_step():
     sg = SimGridTimers()
     sg.add(21.0, 3.55e-15, 1, 3, None)
     assert sg.tiny
-    clock, due = sg.message_step(21.0, 0.0)          # a message without links: a step of 0 s
+    clock, due = sg.message_step(21.0, 0.0, 0.0, _no_early)   # a message without links: a step of 0 s
     assert clock == 21.0 and len(due) == 1 and not sg.tiny
     assert PRECISION == 1e-9

@@ -20,6 +20,7 @@ the second as soon as a duration is not an integer or messages take time.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Any
 
 PRECISION = 1e-9        # SimGrid 3.32's sg_surf_precision
@@ -109,14 +110,38 @@ class SimGridTimers:
         return due
 
     def next_step(self, clock: float) -> tuple[float, list[list[Any]]]:
-        dt = min(e[0] / e[4] if e[4] else e[0] for e in self.live)
+        dt = self._next()
         return clock + dt, self._step(dt)
 
-    def message_step(self, clock: float, delta: float) -> tuple[float, list[list[Any]]]:
-        """A message to the server completes: a step of ``delta`` seconds (0 without links)."""
-        if not delta:
+    def message_step(self, clock: float, lat: float, rate: float,
+                     early: Callable[[float, list[list[Any]]], None]) -> tuple[float, list[list[Any]]]:
+        """The 1-byte message the server receives now (an ``L07Action``): ``lat`` seconds of latency, then
+        its work 1 at ``rate`` per second (the route's bandwidth; 0: no link, nothing to transfer), as
+        ``HostL07Model::update_actions_state`` steps them.  Other actions end meanwhile in their own steps
+        (the comm's latency decreasing by each step, 0 below the precision; its work by rate × step, done
+        below 1e-14): ``early(date, sleeps)`` posts them before the message arrives.  Returns (arrival
+        date, the sleeps ending in the arrival step)."""
+        if not lat and not rate:
             return (clock, self._step(0.0)) if self.tiny else (clock, [])
-        return clock + delta, self._step(delta)
+        left, work = lat, 1.0 if rate else 0.0
+        while True:
+            dt_comm = left if left > 0 else work / rate
+            dt = min(dt_comm, self._next()) if self.live else dt_comm
+            due = self._step(dt)
+            clock += dt
+            if left > 0:                         # latency phase
+                left = 0.0 if left <= dt or left - dt < PRECISION else left - dt
+                if left == 0 and not work:       # no link: arrives when the latency is paid
+                    return clock, due
+            else:                                # transfer phase
+                work -= rate * dt
+                if work < WORK_PRECISION:
+                    return clock, due
+            if due:
+                early(clock, due)
+
+    def _next(self) -> float:
+        return min(e[0] / e[4] if e[4] else e[0] for e in self.live)
 
     def cancel_job(self, job: Any) -> None:
         """The actions of a job's executor (killed, or its walltime or its task ended) leave the

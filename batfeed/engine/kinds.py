@@ -24,6 +24,7 @@ T_SUB = 0           # a job or event submitter wakes up (payload: the submitter)
 T_END = 1           # a job's executor wakes up (payload: (job, final state))
 T_CALL = 2          # a CALL_ME_LATER waiter wakes up
 T_RR = 3            # the request-reply actor wakes up (a decision stamped later, or the reply's now)
+T_ENDED = 4         # an executor that already ran (machines freed) and now posts its JOB_COMPLETED
 
 # messages to the server: (kind, a, b)
 M_HELLO = 0         # submitter a says hello

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.parsers import expat
 
+from batfeed.engine.routing import Network, NetworkBuilder, NotRoutable
 from batfeed.errors import InputError, UnsupportedInput
 
 MASTER, COMPUTE, STORAGE = "master", "compute_node", "storage"
@@ -108,7 +109,8 @@ def parse_radical(text: str) -> list[int]:
 
 
 class LatencyWarning(UserWarning):
-    """The platform's links have latencies, which the engine does not add to Batsim's message delays."""
+    """The platform's routes are not modelled (batfeed.engine.routing): messages take the smallest bandwidth's
+    time and no latency."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +138,10 @@ class Platform:
     # 1 / (smallest bandwidth) seconds (ptask_L07), which shows in outputs at time 0 (``%g`` times)
     comm_delay: float = 0.0
     max_latency: float = 0.0
+    # SimGrid's routes (batfeed.engine.routing), None where they are not modelled: then every message
+    # takes comm_delay (the smallest bandwidth's 1 byte, no latency), with a RouteWarning
+    network: Network | None = None
+    min_bandwidth: float = 0.0       # of all links (0: none), for messages where routes are not modelled
 
     @property
     def nb_compute(self) -> int:
@@ -191,6 +197,8 @@ class _Reader:
         self.speed_cache: dict[str, tuple[float, ...]] = {}
         self.min_bw = float("inf")
         self.max_lat = 0.0
+        self.net = NetworkBuilder(lambda t: parse_quantity(t, RATE_UNITS, "bandwidth"),
+                                  lambda t: parse_quantity(t, TIME_UNITS, "latency"))
 
     def link(self, tag: str, attrs: dict[str, str], bw_key: str, lat_key: str) -> None:
         """Smallest bandwidth and largest latency of the platform's links (Batsim's message delays)."""
@@ -246,6 +254,34 @@ class _Reader:
                                  cls=UnsupportedInput)
 
     def start(self, tag: str, attrs: dict[str, str]) -> None:
+        try:
+            self.route_element(tag, attrs)
+        except (ValueError, KeyError) as err:
+            what = f"no '{err.args[0]}' attribute" if isinstance(err, KeyError) else str(err)
+            raise self.error(f"<{tag} id='{attrs.get('id', '?')}'>: {what}") from None
+        self.element(tag, attrs)
+
+    def route_element(self, tag: str, attrs: dict[str, str]) -> None:
+        """What SimGrid routes with (batfeed.engine.routing): zones, netpoints, links, routes."""
+        net = self.net
+        if tag in ("zone", "AS"):
+            net.zone(attrs)
+        elif tag == "host" and net.zones:
+            net.host(attrs["id"], attrs)
+        elif tag == "router":
+            net.router(attrs)
+        elif tag == "link":
+            net.link(attrs)
+        elif tag in ("route", "zoneRoute", "ASroute"):
+            net.start_route(tag, attrs)
+        elif tag == "link_ctn":
+            net.link_ctn(attrs)
+        elif tag == "cluster" and net.zones:
+            net.cluster(attrs, self.names(tag, attrs), parse_radical(attrs["radical"]))
+        elif tag in ("backbone", "host_link", "peer", "cabinet", "bypassRoute", "bypassZoneRoute", "bypassASroute"):
+            net.unsupported(f"<{tag}>")
+
+    def element(self, tag: str, attrs: dict[str, str]) -> None:
         owner: _Zone | _RawHost | _Cluster | None = None
         if not self.stack:
             if tag != "platform":
@@ -295,9 +331,15 @@ class _Reader:
 
     def end(self, tag: str) -> None:
         owner = self.stack.pop()[0]
+        if tag in ("route", "zoneRoute", "ASroute"):
+            try:
+                self.net.end_route()
+            except ValueError as err:
+                raise self.error(f"<{tag}>: {err}") from None
         if owner is None:
             return
         if isinstance(owner, _Zone):
+            self.net.end_zone()
             self.zones.pop()
         elif isinstance(owner, _RawHost):
             self.add_host(owner)
@@ -422,10 +464,25 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
     hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()))
              for i, (raw, role) in enumerate(roles)]
     delay = 1.0 / reader.min_bw if reader.min_bw < float("inf") else 0.0
-    if reader.max_lat > 0:
-        warnings.warn(f"{path}: links have latencies (up to {reader.max_lat:g} s), which the engine does not "
-                      "model: the times of Batsim's messages (and of decisions taken on them) may differ from "
-                      "real Batsim's by that much; use zero latencies for exact equivalence",
-                      LatencyWarning, stacklevel=2)
+    network = _network(reader, master.name, [raw.name for raw in compute], path)
     return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), delay,
-                    reader.max_lat)
+                    reader.max_lat, network, reader.min_bw if reader.min_bw < float("inf") else 0.0)
+
+
+def _network(reader: _Reader, master: str, compute: list[str], path: str) -> Network | None:
+    """The platform's routes, checked from every compute host and the master to the master (where Batsim's
+    actors send their messages); None, with a :class:`LatencyWarning`, where they are not modelled."""
+    net = reader.net.net
+    why = ", ".join(net.unsupported)
+    if not why and net.has_links:
+        try:
+            for host in (master, *compute):
+                net.message_delay(host, master)
+        except NotRoutable as err:
+            why = str(err)
+    if not why:
+        return net
+    warnings.warn(f"{path}: {why}: not modelled by the engine's routing, so each of Batsim's messages takes "
+                  f"1 / the smallest bandwidth and no latency (up to {reader.max_lat:g} s here): their times, and "
+                  "decisions taken on them, may differ from real Batsim's by that much", LatencyWarning, stacklevel=3)
+    return None

@@ -59,6 +59,7 @@ from batfeed.engine.kinds import (
     M_WAITED,
     T_CALL,
     T_END,
+    T_ENDED,
     T_RR,
     T_SUB,
 )
@@ -133,7 +134,16 @@ class Simulator(DecisionsMixin):
         self.speed = [h.speed for h in platform.compute]
         self.homogeneous = len(set(self.speed)) <= 1
         self.clock = 0.0
-        self.delta = platform.comm_delay     # duration of one message to the server (SimGrid comm)
+        # a message to the server: (latency, transfer time) from the master (submitters, waiters, killers,
+        # the request-reply actor) or from a job's first machine (its executor's JOB_COMPLETED)
+        net = platform.network
+        if net is None:                      # routes not modelled: every message crosses the slowest link
+            self.master_delay = (0.0, platform.min_bandwidth)
+            self.host_delay = [self.master_delay] * len(platform.compute)
+        else:
+            self.master_delay = net.message_delay(platform.master, platform.master)
+            self.host_delay = [net.message_delay(h.name, platform.master) for h in platform.compute]
+        self.delta = self.master_delay != (0.0, 0.0) or any(d != (0.0, 0.0) for d in self.host_delay)
         # sleeps: exact dates while nothing can round, else SimGrid's own steps (clock.py)
         self.timers: ExactTimers | SimGridTimers = SimGridTimers() if self.delta else ExactTimers()
         self.woken: list = []               # sleeps that ended during the last message's step
@@ -207,8 +217,8 @@ class Simulator(DecisionsMixin):
                     self._post(due)
                     continue
                 kind, a, b = q.popleft()
-                if not self.timers.exact:        # the message's own SimGrid step
-                    self._message_step()
+                if not self.timers.exact:        # the message's own SimGrid steps
+                    self._message_step(self.host_delay[a.intervals[0][0]] if kind == M_DONE else self.master_delay)
                 if self.kd_wait:
                     q.extend(self.kd_wait)
                     self.kd_wait = []
@@ -329,7 +339,7 @@ class Simulator(DecisionsMixin):
                         if self.deferred:
                             self._flush_deferred()
                         if not self.timers.exact:
-                            self._message_step()
+                            self._message_step(self.master_delay)
                         d[1](*d[2])
                         if self.woken:
                             self._post_woken()
@@ -341,7 +351,7 @@ class Simulator(DecisionsMixin):
                 if self.deferred:
                     self._flush_deferred()
                 if not self.timers.exact:
-                    self._message_step()
+                    self._message_step(self.master_delay)
                 self.ready = True
                 sent = self._check()
                 if self.woken:
@@ -373,12 +383,21 @@ class Simulator(DecisionsMixin):
             timers = self.timers = timers.to_simgrid(self.clock)
         timers.add(self.clock, duration, self.seq, kind, payload, rate)
 
-    def _message_step(self) -> None:
-        """SimGrid's step for the message the server just received; sleeps ending then post after
-        the server's check (:meth:`_post_woken`)."""
-        self.clock, due = self.timers.message_step(self.clock, self.delta)
+    def _message_step(self, delay: tuple[float, float]) -> None:
+        """SimGrid's steps for the message the server just received (``delay``: its route's latency and
+        transfer time): sleeps ending before it arrives post at once, those ending as it arrives post
+        after the server's check (:meth:`_post_woken`)."""
+        self.clock, due = self.timers.message_step(self.clock, delay[0], delay[1], self._post_early)
         if due:
+            for entry in due:       # executors run before the server: their machines are freed at once
+                if entry[2] == T_END and self._executor_ends(entry[3], self.clock):
+                    entry[2] = T_ENDED
             self.woken.extend(due)
+
+    def _post_early(self, date: float, due: list) -> None:
+        before, self.clock = self.clock, date
+        self._post(due)
+        self.clock = before
 
     def _post_woken(self) -> None:
         due, self.woken = self.woken, []
@@ -390,16 +409,10 @@ class Simulator(DecisionsMixin):
         for entry in due:
             kind, payload = entry[2], entry[3]
             if kind == T_END:
-                job = payload[0]
-                if job.state != RUNNING:      # killed meanwhile
-                    continue
-                state = job.state = payload[1]   # the executor ends: machines freed before the server hears
-                job.return_code = -1 if state == WALLTIME else 0 if state == SUCCESS else job.prof.ret
-                job.runtime = t - job.start
-                self.machines.end(job.intervals, t)
-                q.append((M_DONE, job, None))
-                if payload[2]:                # a parallel task with a walltime: the other action ends too
-                    self.timers.cancel_job(job)
+                if self._executor_ends(payload, t):
+                    q.append((M_DONE, payload[0], None))
+            elif kind == T_ENDED:
+                q.append((M_DONE, payload[0], None))
             elif kind == T_SUB:
                 payload.current = t
                 self._submitter_collect(payload, first=True)
@@ -411,6 +424,20 @@ class Simulator(DecisionsMixin):
                 q.append((M_DECISION, d, None))
             else:
                 q.append((M_READY, None, None))
+
+    def _executor_ends(self, payload: tuple, t: float) -> bool:
+        """A job's executor wakes up at ``t``: the job ends and its machines are freed, before the server
+        hears of it; False when the job was killed meanwhile."""
+        job = payload[0]
+        if job.state != RUNNING:
+            return False
+        state = job.state = payload[1]
+        job.return_code = -1 if state == WALLTIME else 0 if state == SUCCESS else job.prof.ret
+        job.runtime = t - job.start
+        self.machines.end(job.intervals, t)
+        if payload[2]:                # a parallel task with a walltime: the other action ends too
+            self.timers.cancel_job(job)
+        return True
 
     # ------------------------------------------------------------------ submitters
     def _submitter_collect(self, s: _Submitter, first: bool) -> None:
