@@ -126,7 +126,9 @@ class SimGridTimers:
         left, work = lat, 1.0 if rate else 0.0
         while True:
             dt_comm = left if left > 0 else work / rate
-            dt = min(dt_comm, self._next()) if self.live else dt_comm
+            # live remainders are >= the precision unless a tiny sleep was just added: below it, the comm
+            # ends first (1000 TBps links: 1e-15 s) and no scan is needed
+            dt = min(dt_comm, self._next()) if self.live and (dt_comm >= PRECISION or self.tiny) else dt_comm
             due = self._step(dt)
             clock += dt
             if left > 0:                         # latency phase
