@@ -127,6 +127,11 @@ class Network:
         self.has_links = False
         self._cache: dict[tuple[str, str], tuple[float, float]] = {}
 
+    def delay_free(self) -> bool:
+        """No link and no non-zero Vivaldi coordinate: every message takes no time (batfeed's own
+        platforms), without computing any route."""
+        return not self.has_links and not any(any(c) for z in self.zones.values() for c in z.coords.values())
+
     def add_zone(self, name: str, kind: str, parent: Zone | None) -> Zone:
         zone = Zone(name, kind, parent)
         self.zones[name] = zone

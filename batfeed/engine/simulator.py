@@ -137,8 +137,8 @@ class Simulator(DecisionsMixin):
         # a message to the server: (latency, transfer time) from the master (submitters, waiters, killers,
         # the request-reply actor) or from a job's first machine (its executor's JOB_COMPLETED)
         net = platform.network
-        if net is None:                      # routes not modelled: every message crosses the slowest link
-            self.master_delay = (0.0, platform.min_bandwidth)
+        if net is None or net.delay_free():  # routes not modelled: every message crosses the slowest link
+            self.master_delay = (0.0, platform.min_bandwidth if net is None else 0.0)
             self.host_delay = [self.master_delay] * len(platform.compute)
         else:
             self.master_delay = net.message_delay(platform.master, platform.master)
