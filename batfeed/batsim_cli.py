@@ -147,6 +147,7 @@ def cmd_batsim(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(f"cannot read the scheduler configuration ({err})", args.sched_cfg_file) from None
     mmax = _mmax(args)
+    from batfeed.manifest import command_line
     from batfeed.outpaths import writable_prefix
     from batfeed.runner import run_simulation
 
@@ -156,7 +157,7 @@ def cmd_batsim(args: argparse.Namespace) -> int:
         socket=args.socket_endpoint, dynamic=args.enable_dynamic_jobs, ack=args.acknowledge_dynamic_jobs,
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=sched_config, master_host=args.master_host,
-        mmax=mmax, machine_states=not args.disable_machine_state_tracing, call=_call(args))
+        mmax=mmax, machine_states=not args.disable_machine_state_tracing, call=command_line(args))
     if not quiet:
         c = result.counts
         print(f"batfeed batsim: simulated {result.simulated_time:g} s in {result.wall_time:.2f} s wall "
@@ -165,9 +166,3 @@ def cmd_batsim(args: argparse.Namespace) -> int:
                  f"{args.export}_schedule.trace)"), file=sys.stderr)
     return 0
 
-
-def _call(args: argparse.Namespace) -> str | None:
-    from batfeed.manifest import cli_call
-
-    argv: list[Any] | None = getattr(args, "argv", None)
-    return cli_call(argv) if argv is not None else None

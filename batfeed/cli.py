@@ -28,6 +28,7 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from batfeed.manifest import command_line
     from batfeed.outpaths import writable_prefix
     from batfeed.runner import run_simulation
 
@@ -47,7 +48,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
         master_host=args.master_host, mmax=args.mmax, users=args.users,
-        user_options=_user_options(args), timeout_s=args.timeout, call=_command_line(args))
+        user_options=_user_options(args), timeout_s=args.timeout, call=command_line(args))
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
@@ -60,12 +61,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(f"user model '{args.users}' replayed {args.workload[0]}; lateness: batfeed metrics {result.jobs_csv}"
               if args.workload else f"user model '{args.users}' generated the jobs ({result.jobs_csv})")
     return 0
-
-
-def _command_line(args: argparse.Namespace) -> str | None:
-    from batfeed.manifest import cli_call
-
-    return cli_call(args.argv) if getattr(args, "argv", None) is not None else None
 
 
 def _user_options(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -140,12 +135,13 @@ def cmd_metrics(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from batfeed.manifest import command_line
     from batfeed.report.build import parse_window, write_report
 
     page = write_report(args.runs, args.output, labels=args.label, svg=args.svg, tau=args.tau,
                         nb_resources=args.nb_resources, platform=args.platform,
                         gantt_window=parse_window(args.gantt_window), gantt_max_jobs=args.gantt_max_jobs,
-                        title=args.title, call=_command_line(args))
+                        title=args.title, call=command_line(args))
     print(f"wrote {page} and its figures")
     return 0
 

@@ -197,6 +197,12 @@ def cli_call(argv: Sequence[str], prog: str = "batfeed") -> str:
     return shlex.join([prog, *argv])
 
 
+def command_line(args: Any) -> str | None:
+    """:func:`cli_call` of a parsed command line (its ``argv``, set by ``batfeed.cli.main``), else None."""
+    argv = getattr(args, "argv", None)
+    return cli_call(argv) if argv is not None else None
+
+
 def _short(value: Any) -> str:
     if hasattr(value, "shape") and hasattr(value, "columns"):
         return f"<DataFrame {value.shape[0]} rows: {', '.join(map(str, value.columns))}>"
