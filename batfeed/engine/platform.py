@@ -134,14 +134,11 @@ class Platform:
     master: str
     compute: tuple[Host, ...]
     storage: tuple[Host, ...]
-    # Batsim's actors exchange 1-byte SimGrid messages; on a platform with links each one takes
-    # 1 / (smallest bandwidth) seconds (ptask_L07), which shows in outputs at time 0 (``%g`` times)
-    comm_delay: float = 0.0
-    max_latency: float = 0.0
-    # SimGrid's routes (batfeed.engine.routing), None where they are not modelled: then every message
-    # takes comm_delay (the smallest bandwidth's 1 byte, no latency), with a RouteWarning
+    # Batsim's actors exchange 1-byte SimGrid messages along SimGrid's routes (batfeed.engine.routing);
+    # None where they are not modelled: then each message crosses a link of min_bandwidth (the smallest
+    # of all links, 0: none) with no latency, and load_platform warned (LatencyWarning)
     network: Network | None = None
-    min_bandwidth: float = 0.0       # of all links (0: none), for messages where routes are not modelled
+    min_bandwidth: float = 0.0
 
     @property
     def nb_compute(self) -> int:
@@ -463,10 +460,9 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
     roles = [(raw, COMPUTE) for raw in compute] + [(raw, STORAGE) for raw in storage]
     hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()))
              for i, (raw, role) in enumerate(roles)]
-    delay = 1.0 / reader.min_bw if reader.min_bw < float("inf") else 0.0
     network = _network(reader, master.name, [raw.name for raw in compute], path)
-    return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), delay,
-                    reader.max_lat, network, reader.min_bw if reader.min_bw < float("inf") else 0.0)
+    return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), network,
+                    reader.min_bw if reader.min_bw < float("inf") else 0.0)
 
 
 def _network(reader: _Reader, master: str, compute: list[str], path: str) -> Network | None:

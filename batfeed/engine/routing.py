@@ -32,6 +32,8 @@ clusters (``<zone routing="Cluster">``), torus/fat-tree/dragonfly clusters.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 LOOPBACK_BW = 10e9          # network/loopback-bw (sg_config.cpp)
@@ -155,7 +157,7 @@ class Network:
         common, src_anc, dst_anc = self._ancestors(src, dst)
         if src_anc is dst_anc:
             _, _, local, extra = common.local_route(src, dst)
-            return _add(links, local, lat) + extra if extra else _add(links, local, lat)
+            return _add(links, local, lat) + extra
         gw_src, gw_dst, local, extra = common.local_route(src_anc.name, dst_anc.name)
         if gw_src is None or gw_dst is None:
             raise NotRoutable(f"no route from {src} to {dst}: no <zoneRoute> from {src_anc.name} to "
@@ -196,10 +198,7 @@ class Network:
             links, lat = self.route(src, dst)
             rate = 0.0
             if links:
-                count: dict[Link, int] = {}
-                for link in links:
-                    count[link] = count.get(link, 0) + 1
-                rate = min(link.bandwidth if link.fatpipe else link.bandwidth / n for link, n in count.items())
+                rate = min(link.bandwidth if link.fatpipe else link.bandwidth / n for link, n in Counter(links).items())
                 if lat > 0:
                     rate = min(rate, TCP_GAMMA / (2.0 * lat))
             got = self._cache[key] = (lat, rate)
@@ -222,10 +221,10 @@ MULTI_HOP = ("floyd", "dijkstra", "dijkstracache")   # routes may chain declared
 
 class NetworkBuilder:
     """Builds a :class:`Network` from the platform's XML elements, as SimGrid's parser does
-    (``surfxml_sax_cb.cpp``, ``sg_platf.cpp``); ``parse`` turns a quantity (``"10Gbps"``) into a float.
+    (``surfxml_sax_cb.cpp``, ``sg_platf.cpp``); ``parse_bw``/``parse_lat`` turn ``"10Gbps"``/``"50us"`` into floats.
     What it cannot route is listed in ``network.unsupported`` (the caller decides)."""
 
-    def __init__(self, parse_bw, parse_lat) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, parse_bw: Callable[[str], float], parse_lat: Callable[[str], float]) -> None:
         self.net = Network()
         self.bw, self.lat = parse_bw, parse_lat
         self.zones: list[Zone] = []

@@ -143,9 +143,9 @@ class Simulator(DecisionsMixin):
         else:
             self.master_delay = net.message_delay(platform.master, platform.master)
             self.host_delay = [net.message_delay(h.name, platform.master) for h in platform.compute]
-        self.delta = self.master_delay != (0.0, 0.0) or any(d != (0.0, 0.0) for d in self.host_delay)
+        timed = self.master_delay != (0.0, 0.0) or any(d != (0.0, 0.0) for d in self.host_delay)
         # sleeps: exact dates while nothing can round, else SimGrid's own steps (clock.py)
-        self.timers: ExactTimers | SimGridTimers = SimGridTimers() if self.delta else ExactTimers()
+        self.timers: ExactTimers | SimGridTimers = SimGridTimers() if timed else ExactTimers()
         self.woken: list = []               # sleeps that ended during the last message's step
         self.seq = 0
         self.queue: deque[tuple[int, Any, Any]] = deque()   # the server's mailbox
