@@ -33,7 +33,6 @@ REFUSED = {
                                "platform)"),
     "--enable-compute-sharing": (0, "compute sharing"),
     "--disable-storage-sharing": (0, "storage (PFS) sharing"),
-    "--no-sched": (0, "the scheduler-less mode"),
     "--dump-execution-context": (0, "Batsim's execution context"),
     "--workflow-jobs-limit": (1, "workflows"),
     "--ignore-beyond-last-workflow": (0, "workflows"),
@@ -72,6 +71,8 @@ def add_batsim_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
                        ("--enable-profile-reuse", "dynamic jobs may reuse the profiles of other jobs"),
                        ("--forward-unknown-events", "forward external events of unknown types")):
         b.add_argument(flag, action="store_true", help=text)
+    b.add_argument("--no-sched", action="store_true",
+                   help="no scheduler: every job starts at time 0 on machines 0..res-1 (Batsim's batexec mode)")
     b.add_argument("-v", "--verbosity", default="information", metavar="LEVEL",
                    help=f"{', '.join(VERBOSITIES)} (default information): quiet prints nothing on success")
     b.add_argument("-q", "--quiet", action="store_true", help="--verbosity quiet")
@@ -147,6 +148,8 @@ def cmd_batsim(args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError) as err:
             raise InputError(f"cannot read the scheduler configuration ({err})", args.sched_cfg_file) from None
     mmax = _mmax(args)
+    if args.no_sched:
+        return _no_sched(args, mmax, quiet)
     from batfeed.manifest import command_line
     from batfeed.outpaths import writable_prefix
     from batfeed.runner import run_simulation
@@ -166,3 +169,23 @@ def cmd_batsim(args: argparse.Namespace) -> int:
                  f"{args.export}_schedule.trace)"), file=sys.stderr)
     return 0
 
+
+
+def _no_sched(args: argparse.Namespace, mmax: int | None, quiet: bool) -> int:
+    """``--no-sched``: Batsim's batexec mode (batfeed/engine/batexec.py); no scheduler, no socket."""
+    if args.events:
+        raise BatfeedError("--events with --no-sched: without a server nobody receives the events (Batsim's event "
+                           "submitters then wait forever); drop one of them")
+    from batfeed.engine.batexec import run_batexec
+    from batfeed.engine.platform import load_platform
+    from batfeed.engine.workload import load_workload
+    from batfeed.outpaths import writable_prefix
+
+    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv"), "-e/--export")
+    platform = load_platform(args.platform, args.master_host, mmax)
+    workloads = [load_workload(w, f"w{i}") for i, w in enumerate(args.workload)]
+    end = run_batexec(platform, workloads, args.export, machine_states=not args.disable_machine_state_tracing)
+    if not quiet:
+        print(f"batfeed batsim --no-sched: simulated {end:g} s; {sum(len(w.jobs) for w in workloads)} jobs ran "
+              f"(none is written to {args.export}_jobs.csv, as in Batsim's batexec mode)", file=sys.stderr)
+    return 0

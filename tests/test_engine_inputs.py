@@ -102,10 +102,10 @@ def test_job_with_an_unknown_profile(tmp_path):
 
 
 @pytest.mark.parametrize("profile", [
-    {"type": "parallel_homogeneous", "cpu": 1e9, "com": 1e6},
-    {"type": "parallel_homogeneous_total", "cpu": 1e9, "com": 5},
-    {"type": "parallel", "cpu": [1e9], "com": [0]},
-    {"type": "composed", "seq": ["d10"]},
+    {"type": "smpi", "trace": "traces/x.txt"},
+    {"type": "usage_trace", "trace": "traces/x.txt"},
+    {"type": "parallel_homogeneous_pfs", "bytes_to_read": 1e6, "bytes_to_write": 0, "storage": "pfs"},
+    {"type": "data_staging", "nb_bytes": 1e6, "from": "a", "to": "b"},
 ])
 def test_valid_batsim_input_the_engine_cannot_model(tmp_path, profile):
     path = write_workload(tmp_path, [job(1, 0, 1, "p"), job(2, 0, 1, "d10")], {"p": profile, **D10})

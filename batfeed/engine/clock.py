@@ -20,6 +20,7 @@ the second as soon as a duration is not an integer or messages take time.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,10 @@ class ExactTimers:
     def cancel_job(self, job: Any) -> None:
         """Nothing to do: a cancelled sleep is skipped when it ends (the engine checks its job)."""
 
+    def work_left(self, job: Any) -> float:
+        """A job's parallel task never runs on these timers (its rate makes them SimGrid's): none left."""
+        return 0.0
+
     def to_simgrid(self, clock: float) -> SimGridTimers:
         out = SimGridTimers()
         for d, seq, kind, payload in sorted(self.heap, key=_seq_of):
@@ -75,15 +80,22 @@ class SimGridTimers:
     exact = False
 
     def __init__(self) -> None:
-        self.live: list[list[Any]] = []      # [remaining, seq, kind, payload], creation order
+        self.live: list[list[Any]] = []      # [remaining, seq, kind, payload, rate], creation order
         self.tiny = False                    # some remainder is below the precision (ends at any step)
+        self.system: Any = None              # the ptask.System of tasks that share resources, if any
 
     def __bool__(self) -> bool:
         return bool(self.live)
 
-    def add(self, clock: float, duration: float, seq: int, kind: int, payload: Any, rate: float = 0.0) -> None:
-        """A sleep of ``duration`` seconds, or (``rate`` > 0) a parallel task of work 1 at that rate."""
-        if rate:
+    def add(self, clock: float, duration: float, seq: int, kind: int, payload: Any, rate: Any = 0.0) -> None:
+        """A sleep of ``duration`` seconds, or a parallel task of work 1 (``duration`` 0: none, it ends in the
+        next step) at ``rate`` (a constant > 0, or an ``L07Action`` of :attr:`system`, which then starts)."""
+        if rate.__class__ is not float:
+            self.system.start(rate)
+            self.live.append([1.0 if duration else 0.0, seq, kind, payload, rate])
+            if not duration:
+                self.tiny = True
+        elif rate:
             self.live.append([1.0, seq, kind, payload, rate])
         else:
             self.live.append([duration, seq, kind, payload, 0.0])
@@ -91,10 +103,26 @@ class SimGridTimers:
                 self.tiny = True
 
     def _step(self, dt: float) -> list[list[Any]]:
+        """``HostL07Model::update_actions_state``: every started action advances by ``dt``, in creation order."""
+        system = self.system
+        if system is not None and system.dirty:
+            system.solve()
         keep, due = [], []
         for entry in self.live:
             rate = entry[4]
-            if rate:                            # a parallel task: its work decreases at its rate
+            if rate.__class__ is not float:     # an action of the system: latency, then work at its value
+                if rate.latency > 0:
+                    lat = rate.latency - dt if rate.latency > dt else 0.0
+                    rate.latency = 0.0 if lat < PRECISION else lat
+                    if rate.latency <= 0.0:
+                        system.latency_paid(rate)
+                r = entry[0] - rate.value * dt
+                if r < WORK_PRECISION:
+                    r = 0.0
+                done = r <= 0.0 and rate.penalty > 0
+                if done:
+                    system.remove(rate)
+            elif rate:                          # a parallel task: its work decreases at its rate
                 r = entry[0] - rate * dt
                 done = r < WORK_PRECISION
             else:                               # double_update: below the precision is 0, the action ends
@@ -143,9 +171,44 @@ class SimGridTimers:
                 early(clock, due)
 
     def _next(self) -> float:
-        return min(e[0] / e[4] if e[4] else e[0] for e in self.live)
+        """``next_occurring_event``: the smallest remaining duration, work / value or latency."""
+        system = self.system
+        if system is None:
+            return min(e[0] / e[4] if e[4] else e[0] for e in self.live)
+        if system.dirty:
+            system.solve()
+        best = -1.0
+        for e in self.live:
+            rate = e[4]
+            if rate.__class__ is float:
+                d = e[0] / rate if rate else e[0]
+            else:
+                d = -1.0
+                if rate.value > 0:
+                    d = e[0] / rate.value if e[0] > 0 else 0.0
+                if rate.latency > 0 and (d < 0 or rate.latency < d):
+                    d = rate.latency
+                if d < 0:
+                    continue
+            if best < 0 or d < best:
+                best = d
+        return best if best >= 0 else math.inf
+
+    def work_left(self, job: Any) -> float:
+        """The remaining work of ``job``'s running parallel task (1 before it starts; ``get_remaining_ratio``)."""
+        for e in self.live:
+            if e[4] and isinstance(e[3], tuple) and e[3][0] is job:
+                return e[0]
+        return 1.0
 
     def cancel_job(self, job: Any) -> None:
         """The actions of a job's executor (killed, or its walltime or its task ended) leave the
         started actions."""
-        self.live = [e for e in self.live if not (isinstance(e[3], tuple) and e[3][0] is job)]
+        keep = []
+        for e in self.live:
+            if isinstance(e[3], tuple) and e[3][0] is job:
+                if e[4].__class__ is not float:
+                    self.system.remove(e[4])
+            else:
+                keep.append(e)
+        self.live = keep

@@ -35,7 +35,7 @@ from batfeed.engine.kinds import (
 )
 from batfeed.engine.messages import simulation_begins_data
 from batfeed.engine.protocol import DecisionsMixin
-from batfeed.engine.workload import SEP, Job, Profile, r6
+from batfeed.engine.workload import SEP, Job, Profile, r6, round_json
 from batfeed.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -320,7 +320,7 @@ class DirectDriver:
                     p = progress.get(jid)
                     if p is not None:  # pybatsim 3.2.1: a job without progress (it ended first) is not
                         j = bs.jobs[jid]   # reported (pybatsim raises KeyError when only some lack it)
-                        j.progress = {k: r6(v) if isinstance(v, float) else v for k, v in p.items()}
+                        j.progress = round_json(p)
                         killed.append(j)
                 if killed:
                     sched.onJobsKilled(killed)

@@ -25,6 +25,7 @@ T_END = 1           # a job's executor wakes up (payload: (job, final state))
 T_CALL = 2          # a CALL_ME_LATER waiter wakes up
 T_RR = 3            # the request-reply actor wakes up (a decision stamped later, or the reply's now)
 T_ENDED = 4         # an executor that already ran (machines freed) and now posts its JOB_COMPLETED
+T_RAN = 5           # an executor that already ran and goes on (a composed job's next step): posts nothing
 
 # messages to the server: (kind, a, b)
 M_HELLO = 0         # submitter a says hello

@@ -23,7 +23,7 @@ from batfeed.engine.kinds import (
     E_SUBMITTED,
 )
 from batfeed.engine.protocol import MSG_HANDLERS
-from batfeed.engine.workload import r6
+from batfeed.engine.workload import r6, round_json
 from batfeed.errors import ProtocolError
 
 if TYPE_CHECKING:
@@ -87,8 +87,7 @@ def event_json(sim: Simulator, ev: tuple) -> dict[str, Any]:
     if kind == E_MACHINES:
         return {"timestamp": t, "type": "NOTIFY", "data": {"type": ev[2], "resources": format_hyphen(ev[3])}}
     if kind == E_KILLED:
-        progress = {jid: {"profile_name": p["profile_name"], "progress": r6(p["progress"])}
-                    for jid, p in ev[3].items()}
+        progress = {jid: round_json(p) for jid, p in ev[3].items()}     # a composed job's: a task tree
         return {"timestamp": t, "type": "JOB_KILLED", "data": {"job_ids": ev[2], "job_progress": progress}}
     if kind == E_GENERIC:
         return {"timestamp": t, "type": "NOTIFY", "data": ev[2]}

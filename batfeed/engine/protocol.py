@@ -13,7 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from batfeed.engine import intervals
+from batfeed.engine.executor import Executor
 from batfeed.engine.kinds import E_SUBMITTED, T_CALL, T_END
+from batfeed.engine.ptask import constant_rate
 from batfeed.engine.workload import (
     FAILED,
     FINAL_STATES,
@@ -84,14 +86,13 @@ class DecisionsMixin:
             raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {ivs[-1][1]} does not exist (compute machines "
                                 f"are 0-{m.n - 1})")
         prof = job.prof
-        if prof.type != "parallel_homogeneous_total":
-            if mapping is not None:
-                if len(mapping) != job.requested_resources:
-                    raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping has {len(mapping)} executors "
-                                        f"but the job requests {job.requested_resources} resources")
-                if prof.type != "delay":
-                    raise ProtocolError(f"EXECUTE_JOB {job.id}: a custom mapping on a {prof.type} "
-                                        "profile is not modelled by the embedded engine: use real Batsim")
+        ranks = None if mapping is None else self._mapping(job, mapping, n)
+        if prof.type != "parallel_homogeneous_total" and not (
+                prof.type == "composed" and all(p.type == "parallel_homogeneous_total" for p in prof.subs)):
+            if ranks is not None:
+                if len(ranks) != job.requested_resources:
+                    raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping has {len(ranks)} executors but the "
+                                        f"job requests {job.requested_resources} resources (Batsim aborts)")
             elif n != job.requested_resources:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: allocation {intervals.format_hyphen(ivs)} has {n} "
                                     f"machines but the job requests {job.requested_resources} (Batsim aborts)")
@@ -107,16 +108,29 @@ class DecisionsMixin:
             if check_unavail and (i := unavail.find(1, a, b + 1)) >= 0:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {i} ('{m.names[i]}') is unavailable "
                                     "(Batsim aborts)")
+        if prof.type == "delay":
+            hosts: list[int] = []
+        else:   # the executors' machines (execute_job_process: the mapping, else one per allocated machine)
+            alloc = [i for a, b in ivs for i in range(a, b + 1)]
+            hosts = alloc if ranks is None else [alloc[r] for r in ranks]
         c = self.clock
-        rate = 0.0
+        wall = job.walltime
+        job.state, job.start = RUNNING, c
+        job.intervals = ivs
+        job.runtime = -1.0
+        self.nb_running += 1
+        m.start(ivs, c)
+        if prof.type == "composed":
+            job.return_code = -1            # Batsim's initial code, kept if the job is killed in a delay
+            ex = Executor(prof, wall, self._now, hosts)
+            self._executor_request(job, ex, next(ex.gen), deferred=True)
+            return
+        state, rc = (SUCCESS, 0) if prof.ret == 0 else (FAILED, prof.ret)
+        rate: Any = 0.0
         if prof.type == "delay":
             duration = prof.work
-        else:   # SimGrid's parallel task: work 1 at rate speed / flops per host (task_execution.cpp)
-            flops = prof.work if prof.type == "parallel_homogeneous" else prof.work / n
-            rate = self._slowest(ivs) / flops if flops > 0 else 0.0
-            duration = 1.0 / rate if rate else 0.0
-        wall = job.walltime
-        state, rc = (SUCCESS, 0) if prof.ret == 0 else (FAILED, prof.ret)
+        else:
+            duration, rate = self._ptask(job, prof, hosts)
         if rate and wall > 0:
             # ptask->wait_for(walltime): the task and a timeout sleep, created in this order; the
             # first to end wins (the task on a tie, as it comes first in the step)
@@ -127,15 +141,46 @@ class DecisionsMixin:
             end, state, rc = wall, WALLTIME, -1
         else:
             end = duration
-        job.state, job.start = RUNNING, c
-        job.intervals = ivs
         job.return_code = rc
-        job.runtime = -1.0
-        self.nb_running += 1
-        m.start(ivs, c)
         # the executor actor sleeps once it runs, i.e. after the REQ-REP's next step (simulator.py)
         if end is not None:
             self.deferred.append((end, T_END, (job, state, False), rate))
+
+    def _ptask(self: Simulator, job: Job, prof: Any, hosts: list[int]) -> tuple[float, Any]:
+        """A parallel task of ``prof`` on ``hosts`` (one per rank): (1 if it has work else 0, its rate: a
+        constant when it shares nothing, else its ``L07Action``)."""
+        if prof.type == "parallel" and len(hosts) != len(prof.cpu):
+            raise ProtocolError(f"job {job.id}: profile '{prof.name}' has {len(prof.cpu)} ranks but runs on "
+                                f"{len(hosts)} executors (Batsim aborts: \"the number of resources given by the "
+                                "allocation is different from the number of resources given by the profile data\")")
+        flops, com = prof.matrices(len(hosts))
+        act = self.ptask_system().make(hosts, flops, com)
+        if act is None:
+            rate = constant_rate(hosts, flops, self.speed)
+            return (1.0 / rate if rate else 0.0), rate
+        work = any(f > 0 for f in flops) or len(act.elems) > len(hosts)
+        return (1.0 if work else 0.0), act
+
+    def _mapping(self: Simulator, job: Job, mapping: dict[Any, Any], n: int) -> list[int]:
+        """EXECUTE_JOB's ``mapping`` (executor -> index in the allocation) as a list (JsonProtocolReader)."""
+        pairs = {}
+        for k, v in mapping.items():
+            try:
+                pairs[int(k)] = int(v)
+            except (TypeError, ValueError):
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: mapping {k!r}: {v!r}: keys and values must be integers "
+                                    "(or strings of integers)") from None
+        ranks = []
+        for i, (k, v) in enumerate(sorted(pairs.items())):
+            if k != i:
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping gives no resource to executor {i}")
+            if not 0 <= v < n:
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: executor {k} should use the {v}-th resource of the "
+                                    f"allocation, which has only {n}")
+            ranks.append(v)
+        if not ranks:
+            raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping must be a non-empty object")
+        return ranks
 
     # ------------------------------------------------------------------ REJECT_JOB
     def _msg_reject(self: Simulator, data: dict[str, Any]) -> None:
@@ -185,20 +230,36 @@ class DecisionsMixin:
         c = self.clock
         for job in to_kill:
             if job.state == RUNNING:
-                done = c - job.start
-                total = job.prof.work if job.prof.type == "delay" else \
-                    job.prof.duration(intervals.size(job.intervals), self._slowest(job.intervals))
-                progress[job.id] = {"profile_name": job.profile,
-                                    "progress": done / total if total > 0 else 1.0}
+                progress[job.id] = self._progress(job)
                 self.timers.cancel_job(job)    # the killed executor's actions end with it
                 job.state = KILLED
                 # a killed delay job keeps Batsim's initial return code -1; a cancelled ptask returns -2
-                job.return_code = -1 if job.prof.type == "delay" else -2
+                ex = self._executor_of(job)
+                leaf = job.prof if ex is None else ex.leaf
+                job.return_code = -1 if leaf is None or leaf.type == "delay" else -2
+                if ex is not None:
+                    del self.executors[job.id]
                 job.runtime = c - job.start
                 self.machines.end(job.intervals, c)
                 really.append(job)
         self.nb_killers += 1
         self.killing.append((to_kill, progress, really))
+
+    def _progress(self: Simulator, job: Job) -> dict[str, Any]:
+        """The job's progress tree (``compute_job_progress``): a delay's elapsed share, a parallel task's
+        work done (1 - its remaining ratio)."""
+        ex = self._executor_of(job)
+        leaf = job.prof if ex is None else ex.leaf
+        start = job.start if ex is None else ex.leaf_start
+        if leaf is None:
+            ratio = 0.0
+        elif leaf.type == "delay":
+            ratio = (self.clock - start) / leaf.work
+        else:
+            ratio = 1.0 - self.timers.work_left(job)
+        if ex is None:
+            return {"profile_name": job.profile, "progress": ratio}
+        return ex.progress(ratio)
 
     # ------------------------------------------------------------------ CALL_ME_LATER
     def _msg_call_me_later(self: Simulator, data: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from batfeed import __version__
 from batfeed.engine.clock import ExactTimers, SimGridTimers
 from batfeed.engine.events import UNAVAILABLE, ExternalEvent
+from batfeed.engine.executor import Executor
 from batfeed.engine.kinds import (
     E_BEGINS,
     E_CALL,
@@ -60,6 +61,7 @@ from batfeed.engine.kinds import (
     T_CALL,
     T_END,
     T_ENDED,
+    T_RAN,
     T_RR,
     T_SUB,
 )
@@ -67,7 +69,8 @@ from batfeed.engine.machines import Machines
 from batfeed.engine.outputs import JobsTracer
 from batfeed.engine.platform import Platform
 from batfeed.engine.protocol import DecisionsMixin
-from batfeed.engine.workload import FINAL_STATES, RUNNING, SUBMITTED, SUCCESS, WALLTIME, Job, Workload
+from batfeed.engine.ptask import Action, System
+from batfeed.engine.workload import FAILED, FINAL_STATES, RUNNING, SUBMITTED, SUCCESS, WALLTIME, Job, Workload
 from batfeed.errors import BatfeedError, ProtocolError
 
 BATSIM_VERSION = f"4.2.1+batfeed-{__version__}"
@@ -158,6 +161,8 @@ class Simulator(DecisionsMixin):
         self.end_sent = False
         self.tracer = JobsTracer()
         self.jobs: dict[str, Job] = {}
+        self.executors: dict[str, Executor] = {}       # the running composed jobs' executors
+        self.ptasks: System | None = None
         self.to_delete: list[Job] = []
         self.gc = self.config.enable_dynamic_jobs and not self.config.enable_profile_reuse
         self.gc_profiles: dict[str, set[str]] = {}
@@ -374,13 +379,15 @@ class Simulator(DecisionsMixin):
             self._sleep(d, kind, payload, rate)
         self.deferred = []
 
-    def _sleep(self, duration: float, kind: int, payload: Any, rate: float = 0.0) -> None:
+    def _sleep(self, duration: float, kind: int, payload: Any, rate: Any = 0.0) -> None:
         """An actor sleeps ``duration`` seconds from now (the duration Batsim computes), or runs a
         parallel task at ``rate`` (its work per second)."""
         self.seq += 1
         timers = self.timers
         if timers.exact and (rate or not duration.is_integer()):   # from now on, steps can round
             timers = self.timers = timers.to_simgrid(self.clock)
+        if rate.__class__ is Action:
+            timers.system = self.ptasks
         timers.add(self.clock, duration, self.seq, kind, payload, rate)
 
     def _message_step(self, delay: tuple[float, float]) -> None:
@@ -390,8 +397,8 @@ class Simulator(DecisionsMixin):
         self.clock, due = self.timers.message_step(self.clock, delay[0], delay[1], self._post_early)
         if due:
             for entry in due:       # executors run before the server: their machines are freed at once
-                if entry[2] == T_END and self._executor_ends(entry[3], self.clock):
-                    entry[2] = T_ENDED
+                if entry[2] == T_END:
+                    entry[2] = T_ENDED if self._executor_ends(entry[3], self.clock) else T_RAN
             self.woken.extend(due)
 
     def _post_early(self, date: float, due: list) -> None:
@@ -413,6 +420,8 @@ class Simulator(DecisionsMixin):
                     q.append((M_DONE, payload[0], None))
             elif kind == T_ENDED:
                 q.append((M_DONE, payload[0], None))
+            elif kind == T_RAN:
+                pass
             elif kind == T_SUB:
                 payload.current = t
                 self._submitter_collect(payload, first=True)
@@ -427,10 +436,12 @@ class Simulator(DecisionsMixin):
 
     def _executor_ends(self, payload: tuple, t: float) -> bool:
         """A job's executor wakes up at ``t``: the job ends and its machines are freed, before the server
-        hears of it; False when the job was killed meanwhile."""
+        hears of it; False when the job was killed meanwhile, or when its executor goes on (composed)."""
         job = payload[0]
         if job.state != RUNNING:
             return False
+        if len(payload) == 4:
+            return self._executor_resumes(job, payload[1], payload[2], payload[3], t)
         state = job.state = payload[1]
         job.return_code = -1 if state == WALLTIME else 0 if state == SUCCESS else job.prof.ret
         job.runtime = t - job.start
@@ -438,6 +449,60 @@ class Simulator(DecisionsMixin):
         if payload[2]:                # a parallel task with a walltime: the other action ends too
             self.timers.cancel_job(job)
         return True
+
+    def _executor_resumes(self, job: Job, ex: Executor, serial: int, how: str, t: float) -> bool:
+        """A composed job's executor: its wait ended (``how``); it starts its next wait, or the job ends."""
+        if serial != ex.serial:       # the other half of a wait that already ended (task vs walltime)
+            return False
+        ex.serial += 1
+        self.timers.cancel_job(job)   # a task that timed out is cancelled, a timeout whose task ended too
+        try:
+            request = ex.gen.send(how)
+        except StopIteration as stop:
+            ret = stop.value
+            job.state = SUCCESS if ret == 0 else FAILED if ret > 0 else WALLTIME
+            job.return_code = ret
+            job.runtime = t - job.start
+            self.machines.end(job.intervals, t)
+            del self.executors[job.id]
+            return True
+        self._executor_request(job, ex, request, deferred=False)
+        return False
+
+    def _executor_request(self, job: Job, ex: Executor, request: tuple, deferred: bool) -> None:
+        """What the executor waits for next: a sleep, or a parallel task (and its timeout sleep)."""
+        if deferred:                  # its first wait: the actor runs after the request-reply actor
+            self.executors[job.id] = ex
+            sleep: Callable[..., None] = lambda d, kind, payload, rate=0.0: self.deferred.append(  # noqa: E731
+                (d, kind, payload, rate))
+        else:
+            sleep = self._sleep
+        if request[0] == "sleep":
+            sleep(request[1], T_END, (job, ex, ex.serial, "done"))
+            return
+        _, prof, timeout = request
+        duration, rate = self._ptask(job, prof, ex.hosts)
+        sleep(duration, T_END, (job, ex, ex.serial, "done"), rate)
+        if timeout >= 0:
+            sleep(timeout, T_END, (job, ex, ex.serial, "timeout"))
+
+    def _executor_of(self, job: Job) -> Executor | None:
+        return self.executors.get(job.id) if self.executors else None
+
+    def _now(self) -> float:
+        return self.clock
+
+    def ptask_system(self) -> System:
+        """The lmm system of the parallel tasks that share resources (created at the first)."""
+        if self.ptasks is None:
+            hosts = self.platform.compute
+            self.ptasks = System(self.platform.network, [h.name for h in hosts], self.speed,
+                                 [h.cores * h.speed for h in hosts])
+        return self.ptasks
+
+    def cpu_load(self, machine: int) -> float:
+        """The load of a machine's CPU, as SimGrid's ``CpuImpl::get_load`` sees it."""
+        return 0.0 if self.ptasks is None else self.ptasks.load(machine)
 
     # ------------------------------------------------------------------ submitters
     def _submitter_collect(self, s: _Submitter, first: bool) -> None:
@@ -501,8 +566,13 @@ class Simulator(DecisionsMixin):
         if self.config.enable_dynamic_jobs and not self.config.enable_profile_reuse:
             for job in self.to_delete:
                 wl = self.workloads[job.workload]
-                if wl.profiles.pop(job.profile, None) is not None:
-                    self.gc_profiles.setdefault(job.workload, set()).add(job.profile)
+                todo = [job.profile]
+                while todo:           # Profiles::remove_profile: a composed profile's sequence goes too
+                    name = todo.pop()
+                    prof = wl.profiles.pop(name, None)
+                    if prof is not None:
+                        self.gc_profiles.setdefault(job.workload, set()).add(name)
+                        todo.extend(prof.seq)
         self.to_delete = []
 
     def _external_event(self, ev: ExternalEvent) -> None:

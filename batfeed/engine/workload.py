@@ -1,8 +1,9 @@
 """Batsim 4.2 workload JSON: loading and validation (reference: batsim-protocol.md §6, §8, §12).
 
-The embedded engine models ``delay`` profiles exactly, and ``parallel_homogeneous`` /
-``parallel_homogeneous_total`` profiles whose ``com`` is 0 (pure computation at host speed).
-Anything else is valid Batsim input that only real Batsim can simulate, and is refused with
+The embedded engine models ``delay``, ``parallel``, ``parallel_homogeneous`` and
+``parallel_homogeneous_total`` (computation and communication, :mod:`batfeed.engine.ptask`) and
+``composed`` profiles (:mod:`batfeed.engine.executor`).  SMPI, usage traces, PFS, data staging and
+send/recv profiles are valid Batsim input that only real Batsim can simulate, and are refused with
 :class:`~batfeed.errors.UnsupportedInput`.
 """
 
@@ -19,10 +20,10 @@ from typing import Any
 from batfeed.errors import InputError, UnsupportedInput
 
 SEP = "!"
-MODELLED = ("delay", "parallel_homogeneous", "parallel_homogeneous_total")
+MODELLED = ("delay", "parallel", "parallel_homogeneous", "parallel_homogeneous_total", "composed")
 LEGACY = {"msg_par": "parallel", "msg_par_hg": "parallel_homogeneous",
           "msg_par_hg_tot": "parallel_homogeneous_total"}
-KNOWN_UNMODELLED = ("parallel", "composed", "parallel_homogeneous_pfs", "data_staging", "send", "recv",
+KNOWN_UNMODELLED = ("parallel_homogeneous_pfs", "data_staging", "send", "recv",
                     "smpi", "usage_trace")
 USE_BATSIM = "the embedded engine cannot model it: run this workload with real Batsim"
 # Batsim 4.2 writes job names, workload and profile names unquoted into _jobs.csv (export.cpp,
@@ -83,7 +84,9 @@ def _needs_rounding(value: Any) -> bool:
 @dataclass(slots=True)
 class Profile:
     """One profile; ``work`` is the delay (s) or the per-host / total flop amount; ``json`` is the
-    object as read, ``wire`` as Batsim sends it (doubles with 6 decimals)."""
+    object as read, ``wire`` as Batsim sends it (doubles with 6 decimals).  ``com``: a homogeneous
+    profile's bytes per pair, or a ``parallel`` profile's matrix (with ``cpu``, its flops per rank);
+    ``seq``/``repeat``/``subs``: a ``composed`` profile's names, repetitions and resolved profiles."""
 
     name: str
     type: str
@@ -91,6 +94,21 @@ class Profile:
     ret: int
     json: dict[str, Any]
     wire: dict[str, Any]
+    com: Any = 0.0
+    cpu: tuple[float, ...] = ()
+    seq: tuple[str, ...] = ()
+    repeat: int = 1
+    subs: tuple[Profile, ...] = ()
+
+    def matrices(self, n: int) -> tuple[list[float], list[float] | None]:
+        """Flops per rank and bytes per rank pair (row-major; None: no communication) on ``n`` ranks
+        (``generate_parallel_task``, ``generate_parallel_homogeneous``, ``..._total_amount``)."""
+        if self.type == "parallel":
+            return list(self.cpu), list(self.com)
+        cpu, com = (self.work, self.com) if self.type == "parallel_homogeneous" else (self.work / n, self.com / n)
+        if com > 0:
+            return [cpu] * n, [0.0 if i == j else com for i in range(n) for j in range(n)]
+        return [cpu] * n, None
 
     def duration(self, nb_hosts: int, speed: float) -> float:
         """Execution time on ``nb_hosts`` hosts of ``speed`` flop/s (before walltime)."""
@@ -184,10 +202,24 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
         cpu, com = data.get("cpu"), data.get("com")
         if not _is_number(cpu) or cpu < 0 or not _is_number(com) or com < 0:
             raise InputError(f"profile '{name}' ({ptype}): 'cpu' and 'com' must be numbers >= 0", where)
-        if com != 0:
-            raise UnsupportedInput(f"profile '{name}' ({ptype}) has com={com} (communications): "
-                                   f"{USE_BATSIM}", where)
-        return Profile(name, ptype, float(cpu), ret, data, _wire(data))
+        return Profile(name, ptype, float(cpu), ret, data, _wire(data), com=float(com))
+    if ptype == "parallel":
+        cpu, com = data.get("cpu"), data.get("com")
+        if not isinstance(cpu, list) or not cpu or not all(_is_number(x) and x >= 0 for x in cpu):
+            raise InputError(f"profile '{name}' (parallel): 'cpu' must be a non-empty array of numbers >= 0", where)
+        n = len(cpu)
+        if not isinstance(com, list) or len(com) != n * n or not all(_is_number(x) and x >= 0 for x in com):
+            raise InputError(f"profile '{name}' (parallel) is incoherent: 'com' must be an array of {n}x{n} "
+                             "numbers >= 0", where)
+        return Profile(name, ptype, 0.0, ret, data, _wire(data), com=tuple(float(x) for x in com),
+                       cpu=tuple(float(x) for x in cpu))
+    if ptype == "composed":
+        repeat, seq = data.get("repeat", 1), data.get("seq")
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat <= 0:
+            raise InputError(f"profile '{name}' (composed): 'repeat' must be an integer > 0 (got {repeat!r})", where)
+        if not isinstance(seq, list) or not seq or not all(isinstance(x, str) for x in seq):
+            raise InputError(f"profile '{name}' (composed): 'seq' must be a non-empty array of profile names", where)
+        return Profile(name, ptype, 0.0, ret, data, _wire(data), seq=tuple(seq), repeat=repeat)
     if ptype in LEGACY:
         raise InputError(f"profile '{name}': type '{ptype}' is a pre-3.0 name that Batsim 4.2 refuses "
                          f"(\"no 'trace' field\"); rename it '{LEGACY[ptype]}'", where)
@@ -195,6 +227,36 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
         raise UnsupportedInput(f"profile '{name}' has type '{ptype}': {USE_BATSIM}", where)
     raise InputError(f"profile '{name}' has unknown type '{ptype}' (Batsim 4.2 aborts: "
                      f"\"profile has no 'trace' field\")", where)
+
+
+def resolve_composed(profiles: dict[str, Profile], where: str, names: Any = None) -> None:
+    """``Workload::check_validity``: the ``seq`` of each composed profile (of ``names``, default all) names
+    profiles of ``profiles``; they become its ``subs``.  A profile that contains itself is refused (Batsim
+    would recurse until it crashes)."""
+    chosen = [profiles[n] for n in names] if names is not None else list(profiles.values())
+    for prof in chosen:
+        if prof.type == "composed":
+            for sub in prof.seq:
+                if sub not in profiles:
+                    raise InputError(f"invalid composed profile '{prof.name}': the used profile '{sub}' does not "
+                                     "exist (Batsim aborts)", where)
+            prof.subs = tuple(profiles[sub] for sub in prof.seq)
+    for prof in chosen:
+        path = [prof]
+        stack = [iter(prof.subs)]
+        while stack:
+            sub = next(stack[-1], None)
+            if sub is None:
+                stack.pop()
+                path.pop()
+            elif any(sub is p for p in path):
+                at = next(i for i, p in enumerate(path) if p is sub)
+                cycle = " -> ".join(p.name for p in path[at:]) + f" -> {sub.name}"
+                raise InputError(f"composed profile '{sub.name}' contains itself ({cycle}): Batsim would recurse "
+                                 "forever", where)
+            elif sub.subs:
+                path.append(sub)
+                stack.append(iter(sub.subs))
 
 
 def check_csv_name(text: str, what: str, where: str) -> None:
@@ -247,6 +309,10 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
         raise InputError(ctx + "'profile' must be a string", where)
     if pname not in profiles:
         raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
+    prof = profiles[pname]
+    if prof.type == "parallel" and res != len(prof.cpu):
+        raise InputError(ctx + f"requests {res} resources but its parallel profile '{pname}' has {len(prof.cpu)} "
+                         "(Batsim aborts)", where)
     if check_names:
         _check_job_names(workload, name, pname, full_id, where)
     js = dict(data) if copy else data
@@ -298,7 +364,14 @@ def load_workload(path: str | Path, name: str) -> Workload:
             raise InputError(f"duplicate job id '{job.id}'", where)
         seen.add(job.id)
         jobs.append(job)
-    used = {j.profile for j in jobs}
+    resolve_composed(profiles, where)
+    used = set()
+    todo = [j.prof for j in jobs]
+    while todo:                      # a composed profile keeps the profiles of its sequence
+        prof = todo.pop()
+        if prof.name not in used:
+            used.add(prof.name)
+            todo.extend(prof.subs)
     profiles = {n: prof for n, prof in profiles.items() if n in used}
     text = "\t".join(j.name for j in jobs) + "\t" + "\t".join(used)     # one scan, not one per job
     if any(c in text for c in CSV_UNSAFE):

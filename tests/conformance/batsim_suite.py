@@ -17,7 +17,9 @@ Every process runs in its own process group, killed at the end of its run (and o
 Statuses: ``identical`` (``_jobs.csv``, ``_machine_states.csv`` and the energy files Batsim wrote are
 byte-identical), ``differs`` (the first differing file and line), ``refused`` (batfeed exited non-zero
 with one stderr line), ``batfeed-failed`` (traceback, timeout, several stderr lines, no outputs),
-``batsim-failed`` (real Batsim failed or timed out; not counted).  Writes ``OUT/results.json`` and
+``batsim-failed`` (real Batsim failed or timed out; not counted), ``batsim-unstable`` (the outputs differ and
+real Batsim, run twice more, does not repeat its own outputs: e.g. a pybatsim scheduler that iterates over a
+``set`` of jobs, ordered by memory address; not counted).  Writes ``OUT/results.json`` and
 ``OUT/results.csv`` and prints a table and a summary.  ``-k`` keeps the ids containing PATTERN (repeatable:
 any of them).
 """
@@ -49,7 +51,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from conformance.batsim_suite_enum import Scenario, enumerate_scenarios  # noqa: E402
 
-STATUSES = ("identical", "differs", "refused", "batfeed-failed", "batsim-failed")
+STATUSES = ("identical", "differs", "refused", "batfeed-failed", "batsim-failed", "batsim-unstable")
 COMPARED = ("_jobs.csv", "_machine_states.csv", "_consumed_energy.csv", "_pstate_changes.csv")
 REQUIRED = ("_jobs.csv", "_machine_states.csv")      # batfeed must write these when Batsim did
 SCHED_GRACE = 10.0          # robin's success-timeout: how long the scheduler may take to exit after the run
@@ -267,6 +269,14 @@ def run_scenario(sc: Scenario, args: argparse.Namespace, out: Path) -> dict[str,
     status, detail, extra = classify(sc, bs, bf)
     if status == "batsim-failed":
         bf = Run()
+    elif status == "differs":       # is real Batsim itself repeatable here? (a scheduler may iterate a set)
+        for k in (2, 3):
+            again = run_side(sc, [str(args.refs / "bin" / "batsim")], args.refs, work / f"batsim-{k}", args.timeout)
+            if again.rc == 0 and classify(sc, bs, again)[0] == "differs":
+                status = "batsim-unstable"
+                detail = (f"real Batsim's outputs differ from run to run (run {k}: "
+                          f"{classify(sc, bs, again)[1][:100]}); batfeed: {detail}")
+                break
     return {"id": sc.id, "status": status, "detail": detail, **extra, "exempt": exemption(sc), "test": sc.test,
             "params": sc.params,
             "batsim_args": sc.batsim_args, "sched_args": sc.sched_args, "expects_failure": sc.expects_failure,
@@ -279,7 +289,7 @@ def summarise(results: list[dict[str, object]]) -> dict[str, object]:
     refusals = Counter(refusal_reason(str(r["refusal"])) for r in results if r["status"] == "refused")
     diffs = Counter(str(r["diff"]["file"]) for r in results if r["status"] == "differs")      # type: ignore[index]
     exempt = Counter(str(r["exempt"]) for r in results if r["status"] == "refused" and r["exempt"])
-    return {"scenarios": len(results), "counted": len(results) - counts["batsim-failed"],
+    return {"scenarios": len(results), "counted": len(results) - counts["batsim-failed"] - counts["batsim-unstable"],
             "counts": {s: counts[s] for s in STATUSES}, "refused_exempt": dict(exempt.most_common()),
             "refusal_reasons": dict(refusals.most_common()), "differing_files": dict(diffs.most_common())}
 
