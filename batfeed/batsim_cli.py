@@ -1,10 +1,11 @@
 """``batfeed batsim``: the engine behind Batsim 4.2.1's own command line (``batsim --help``; its docopt usage
 in ``src/batsim.cpp``), so that a script running ``batsim -p P -w W -e PREFIX -s ENDPOINT`` runs the same with
 ``batfeed batsim`` in place of ``batsim``: it connects to the scheduler listening at ``-s`` (REQ), as Batsim
-does, and writes Batsim's ``PREFIX_jobs.csv``, ``_schedule.csv`` and ``_machine_states.csv``.
+does, and writes Batsim's ``PREFIX_jobs.csv``, ``_schedule.csv`` and ``_machine_states.csv`` (and with
+``-E/--energy``, ``_consumed_energy.csv`` and ``_pstate_changes.csv``).
 
-Every option the engine models is accepted with Batsim's spelling and default; the others (energy,
-workflows, Redis, compute sharing, ...) are refused with one line naming the feature, before anything runs.
+Every option the engine models is accepted with Batsim's spelling and default; the others (workflows, Redis,
+compute sharing, ...) are refused with one line naming the feature, before anything runs.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ VERBOSITIES = ("quiet", "network-only", "information", "debug")
 REFUSED = {
     "--workflow": (1, "workflows"),
     "--workflow-start": (2, "workflows"),
-    "--energy": (0, "the energy model (pstates, wattage, energy outputs)"),
     "--enable-redis": (0, "Redis"),
     "--redis-hostname": (1, "Redis"),
     "--redis-port": (1, "Redis"),
@@ -39,7 +39,7 @@ REFUSED = {
     "--sg-cfg": (1, "other SimGrid settings than Batsim's (the engine follows SimGrid 3.32 as Batsim configures "
                     "it)"),
 }
-SHORT = {"--workflow": "-W", "--workflow-start": "--WS", "--energy": "-E", "--add-role-to-hosts": "-r"}
+SHORT = {"--workflow": "-W", "--workflow-start": "--WS", "--add-role-to-hosts": "-r"}
 
 
 def add_batsim_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -62,6 +62,9 @@ def add_batsim_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParse
     b.add_argument("--disable-schedule-tracing", action="store_true",
                    help="no Pajé trace (batfeed never writes PREFIX_schedule.trace)")
     b.add_argument("--disable-machine-state-tracing", action="store_true", help="no PREFIX_machine_states.csv")
+    b.add_argument("-E", "--energy", action="store_true",
+                   help="the energy model: pstates, wattages, machine switches (SET_RESOURCE_STATE), energy queries, "
+                        "PREFIX_consumed_energy.csv and PREFIX_pstate_changes.csv")
     b.add_argument("--mmax", type=int, default=0, metavar="NB", help="keep the first NB machines (0: all)")
     b.add_argument("--mmax-workload", action="store_true",
                    help="keep as many machines as the largest nb_res of the workloads")
@@ -154,13 +157,17 @@ def cmd_batsim(args: argparse.Namespace) -> int:
     from batfeed.outpaths import writable_prefix
     from batfeed.runner import run_simulation
 
-    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv", "_manifest.json"), "-e/--export")
+    outputs = ("_jobs.csv", "_schedule.csv", "_machine_states.csv", "_manifest.json")
+    if args.energy:
+        outputs += ("_consumed_energy.csv", "_pstate_changes.csv")
+    writable_prefix(args.export, outputs, "-e/--export")
     result = run_simulation(
         args.platform, args.workload, events=args.events, export=args.export, transport="zmq",
         socket=args.socket_endpoint, dynamic=args.enable_dynamic_jobs, ack=args.acknowledge_dynamic_jobs,
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=sched_config, master_host=args.master_host,
-        mmax=mmax, machine_states=not args.disable_machine_state_tracing, call=command_line(args))
+        mmax=mmax, machine_states=not args.disable_machine_state_tracing, call=command_line(args),
+        energy=args.energy)
     if not quiet:
         c = result.counts
         print(f"batfeed batsim: simulated {result.simulated_time:g} s in {result.wall_time:.2f} s wall "
@@ -173,6 +180,9 @@ def cmd_batsim(args: argparse.Namespace) -> int:
 
 def _no_sched(args: argparse.Namespace, mmax: int | None, quiet: bool) -> int:
     """``--no-sched``: Batsim's batexec mode (batfeed/engine/batexec.py); no scheduler, no socket."""
+    if args.energy:
+        raise BatfeedError("-E/--energy with --no-sched is not modelled by batfeed's engine (the energy model runs "
+                           "with a scheduler); run this simulation with real Batsim")
     if args.events:
         raise BatfeedError("--events with --no-sched: without a server nobody receives the events (Batsim's event "
                            "submitters then wait forever); drop one of them")

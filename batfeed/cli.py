@@ -37,8 +37,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
               "that registers all its jobs (Batsim without -w)", file=sys.stderr)
         return 2
 
-    writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv", "_manifest.json"),
-                    "-o/--output")
+    outputs = ("_jobs.csv", "_schedule.csv", "_machine_states.csv", "_manifest.json")
+    if args.energy:
+        outputs += ("_consumed_energy.csv", "_pstate_changes.csv")
+    writable_prefix(args.export, outputs, "-o/--output")
 
     result = run_simulation(
         args.platform, args.workload, scheduler=args.scheduler,
@@ -48,7 +50,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
         master_host=args.master_host, mmax=args.mmax, users=args.users,
-        user_options=_user_options(args), timeout_s=args.timeout, call=command_line(args))
+        user_options=_user_options(args), timeout_s=args.timeout, call=command_line(args), energy=args.energy)
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
@@ -277,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--master-host", default="master_host", metavar="HOST",
                    help="the platform's management host, not used for jobs (default master_host, as Batsim)")
     s.add_argument("--mmax", type=int, help="keep only the first N compute machines")
+    s.add_argument("-E", "--energy", action="store_true",
+                   help="Batsim's -E: pstates, wattages, machine switches, energy queries, and "
+                        "PREFIX_consumed_energy.csv and PREFIX_pstate_changes.csv (every machine needs a "
+                        "wattage_per_state property)")
     s.add_argument("--users", metavar="MODEL",
                    help="replay the (single) workload as a recorded trace through user model MODEL "
                         "(rigid, feedback, a0/think-time, a60), wrapping --scheduler; enables dynamic jobs")

@@ -68,7 +68,7 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
                    forward_unknown: bool = False, sched_config: str = "", master_host: str = "master_host",
                    mmax: int | None = None, timeout_s: float | None = None, users: str | None = None,
                    user_options: dict[str, Any] | None = None, seed: int | None = None,
-                   call: str | None = None, machine_states: bool = True) -> SimulationResult:
+                   call: str | None = None, machine_states: bool = True, energy: bool = False) -> SimulationResult:
     """Simulate ``platform`` + ``workloads`` with ``scheduler``; with ``export``, write Batsim's files
     ``PREFIX_jobs.csv`` … and the run manifest ``PREFIX_manifest.json`` (:mod:`batfeed.manifest`).
 
@@ -78,7 +78,8 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
     unless given; ``forward_profiles`` is turned on for schedulers with ``NEEDS_PROFILES``.  ``call``: how the run was
     invoked, for the manifest (the CLI gives its command line; default: this Python call).
     ``machine_states``: False does not write ``PREFIX_machine_states.csv`` (Batsim's
-    ``--disable-machine-state-tracing``).
+    ``--disable-machine-state-tracing``).  ``energy``: Batsim's ``-E`` (pstates, switches, energy queries,
+    ``PREFIX_consumed_energy.csv`` and ``PREFIX_pstate_changes.csv``; :mod:`batfeed.engine.energy_sim`).
 
     ``users``: replay ``workloads[0]`` (the recorded trace) through user model ``users`` wrapping
     ``scheduler`` (:mod:`batfeed.users`): the trace is not given to the engine as a static workload,
@@ -103,7 +104,7 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
     config = EngineConfig(enable_dynamic_jobs=dynamic, acknowledge_dynamic_jobs=ack,
                           enable_profile_reuse=profile_reuse, forward_profiles_on_submission=forward_profiles,
                           forward_unknown_events=forward_unknown, sched_config=sched_config,
-                          disable_machine_state_tracing=not machine_states)
+                          disable_machine_state_tracing=not machine_states, energy=energy)
     sched = None                        # options first: a bad option is the one line, before any warning
     if transport == "inprocess":
         if scheduler is None:

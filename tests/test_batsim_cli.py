@@ -81,13 +81,10 @@ def test_batsim_defaults_and_switches(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("args,shown,what", [
-    (["-E"], "-E/--energy", r"the energy model \(pstates, wattage, energy outputs\)"),
-    (["--energy"], "-E/--energy", r"the energy model \(pstates, wattage, energy outputs\)"),
     (["-W", "wf.xml"], "-W/--workflow", "workflows"),
     (["--WS", "wf.xml", "10"], "--WS/--workflow-start", "workflows"),
     (["--enable-redis"], "--enable-redis", "Redis"),
     (["--enable-compute-sharing"], "--enable-compute-sharing", "compute sharing"),
-    (["--no-sched"], "--no-sched", "the scheduler-less mode"),
     (["-r", "host8:master"], "-r/--add-role-to-hosts", r"host roles given on the command line \(.*\)"),
     (["--sg-cfg", "network/model:CM02"], "--sg-cfg", r"other SimGrid settings than Batsim's \(.*\)"),
 ])
@@ -98,6 +95,24 @@ def test_what_the_engine_does_not_model_is_refused_in_one_line(tmp_path: Path, a
     error_line(proc, "batsim", rf"{shown} needs {what}, which batfeed's engine does not model; run this simulation "
                                r"with real Batsim \(docs/engine\.md says what the engine models\)")
     assert not (tmp_path / "out_jobs.csv").exists()
+
+
+def test_no_sched_runs_every_job_at_once_without_a_scheduler(tmp_path: Path) -> None:
+    """Batsim's batexec mode: no socket, every job at time 0 on machines 0..res-1 (sharing them), no job rows."""
+    platform, workload = write_inputs(tmp_path)
+    proc = run_cli(["batsim", "-p", str(platform), "-w", str(workload), "--no-sched", "-e", "out/x"], tmp_path,
+                   timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "jobs ran" in proc.stderr
+    assert (tmp_path / "out/x_jobs.csv").read_text().count("\n") == 1          # the header only
+    rows = (tmp_path / "out/x_machine_states.csv").read_text().splitlines()
+    assert rows[0] == "time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing"
+    assert rows[1].startswith("0,0,0,0,") and len(rows) == 1 + 2 * 3     # a row per job start and end
+    events = tmp_path / "ev.json"
+    events.write_text("[]")
+    proc = run_cli(["batsim", "-p", str(platform), "-w", str(workload), "--no-sched", "--events", str(events)],
+                   tmp_path, timeout=60)
+    error_line(proc, "batsim", r"--events with --no-sched: without a server nobody receives the events .*")
 
 
 @pytest.mark.parametrize("args,pattern", [

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from conformance import batsim_suite as suite
@@ -205,3 +206,27 @@ def test_harness_on_real_batsim(tmp_path: Path) -> None:
     assert "3 scenarios" in proc.stdout
     leftover = subprocess.run(["pgrep", "-f", str(out)], capture_output=True, text=True).stdout.split()
     assert not leftover, f"processes left behind: {leftover}"
+
+
+@pytest.mark.parametrize("repeats,want", [(True, "differs"), (False, "batsim-unstable")])
+def test_a_difference_is_blamed_on_batsim_only_when_batsim_does_not_repeat_itself(
+        fake_tests: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repeats: bool, want: str) -> None:
+    sc = enumerate_scenarios(fake_tests)[0]
+    ref = {"_jobs.csv": "h\n1\n", "_machine_states.csv": "m\n"}
+    runs: list[str] = []
+
+    def fake_run_side(sc: object, sim: list[str], refs: Path, work: Path, timeout: float) -> suite.Run:
+        runs.append(work.name)
+        if work.name == "batfeed":
+            files = {**ref, "_jobs.csv": "h\n2\n"}
+        else:
+            files = ref if work.name == "batsim" or repeats else {**ref, "_jobs.csv": "h\n3\n"}
+        return _run(work.parent, work.name, 0, files)
+
+    monkeypatch.setattr(suite, "run_side", fake_run_side)
+    args = SimpleNamespace(refs=tmp_path, batfeed=tmp_path / "batfeed", timeout=5.0)
+    result = suite.run_scenario(sc, args, tmp_path / "out")
+    assert result["status"] == want
+    assert runs[:3] == ["batsim", "batfeed", "batsim-2"]
+    summary = suite.summarise([result])
+    assert summary["counted"] == (1 if want == "differs" else 0)

@@ -70,7 +70,7 @@ def test_cli_run_manifest_has_every_field(tmp_path):
     assert m["engine"]["batsim_switches"] == {
         "enable_dynamic_jobs": False, "acknowledge_dynamic_jobs": False, "enable_profile_reuse": False,
         "forward_profiles_on_submission": False, "forward_unknown_events": False, "sched_config": "",
-        "disable_machine_state_tracing": False, "master_host": "master_host", "mmax": None}
+        "disable_machine_state_tracing": False, "energy": False, "master_host": "master_host", "mmax": None}
     assert m["versions"]["batfeed"] == "0.1.0" and m["versions"]["pybatsim"] == "3.2.1" and m["versions"]["python"]
     assert m["git"] is None or (len(m["git"]["commit"]) == 40 and m["git"]["dirty"] in (True, False, None))
     started = datetime.datetime.fromisoformat(m["started_utc"])

@@ -24,9 +24,13 @@ def load_simulation(platform: str | Path, workloads: Sequence[str | Path], event
                     mmax: int | None = None) -> Simulator:
     """Read Batsim inputs (platform XML, workloads ``w0, w1, …``, events files) into a Simulator."""
     config = config or EngineConfig()
-    plat = load_platform(platform, master_host=master_host, mmax=mmax)
+    plat = load_platform(platform, master_host=master_host, mmax=mmax, energy=config.energy)
     wls = [load_workload(path, f"w{i}") for i, path in enumerate(workloads)]
     evs = load_event_lists(list(events), len(plat.compute), config.forward_unknown_events)
+    if config.energy:                   # -E: the energy model, in a subclass so that other runs skip it
+        from batfeed.engine.energy_sim import EnergySimulator
+
+        return EnergySimulator(plat, wls, evs, config, has_events_files=bool(events))
     return Simulator(plat, wls, evs, config, has_events_files=bool(events))
 
 

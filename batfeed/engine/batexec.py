@@ -36,7 +36,7 @@ class Batexec:
         self.speed = [h.speed for h in hosts]
         self.system = System(platform.network, [h.name for h in hosts], self.speed, [h.cores * h.speed for h in hosts])
         self.timers = SimGridTimers()
-        self.timers.system = self.system
+        self.timers.attach(self.system)
         self.clock = 0.0
         self.seq = 0
         self.jobs: list[Job] = []

@@ -59,7 +59,7 @@ class ExactTimers:
             due.sort(key=_seq_of)
         return t, due
 
-    def cancel_job(self, job: Any) -> None:
+    def cancel_job(self, job: Any, keep_task: bool = False) -> None:
         """Nothing to do: a cancelled sleep is skipped when it ends (the engine checks its job)."""
 
     def work_left(self, job: Any) -> float:
@@ -84,6 +84,13 @@ class SimGridTimers:
         self.tiny = False                    # some remainder is below the precision (ends at any step)
         self.system: Any = None              # the ptask.System of tasks that share resources, if any
 
+    def attach(self, system: Any) -> None:
+        """From now on, actions of ``system`` may be started: steps follow its values."""
+        if self.system is None:
+            self.system = system
+            self._step = self._step_shared          # type: ignore[method-assign]
+            self._next = self._next_shared          # type: ignore[method-assign]
+
     def __bool__(self) -> bool:
         return bool(self.live)
 
@@ -103,9 +110,30 @@ class SimGridTimers:
                 self.tiny = True
 
     def _step(self, dt: float) -> list[list[Any]]:
+        """Every started action advances by ``dt``, in creation order (sleeps and constant-rate tasks; once
+        a :attr:`system` is attached, :meth:`_step_shared`)."""
+        keep, due = [], []
+        for entry in self.live:
+            rate = entry[4]
+            if rate:                            # a parallel task: its work decreases at its rate
+                r = entry[0] - rate * dt
+                done = r < WORK_PRECISION
+            else:                               # double_update: below the precision is 0, the action ends
+                r = entry[0] - dt
+                done = r < PRECISION
+            if done:
+                due.append(entry)
+            else:
+                entry[0] = r
+                keep.append(entry)
+        self.live = keep
+        self.tiny = False
+        return due
+
+    def _step_shared(self, dt: float) -> list[list[Any]]:
         """``HostL07Model::update_actions_state``: every started action advances by ``dt``, in creation order."""
         system = self.system
-        if system is not None and system.dirty:
+        if system.dirty:
             system.solve()
         keep, due = [], []
         for entry in self.live:
@@ -142,17 +170,25 @@ class SimGridTimers:
         return clock + dt, self._step(dt)
 
     def message_step(self, clock: float, lat: float, rate: float,
-                     early: Callable[[float, list[list[Any]]], None]) -> tuple[float, list[list[Any]]]:
+                     early: Callable[[float, list[list[Any]]], None], act: Any = None) -> tuple[float, list[list[Any]]]:
         """The 1-byte message the server receives now (an ``L07Action``): ``lat`` seconds of latency, then
         its work 1 at ``rate`` per second (the route's bandwidth; 0: no link, nothing to transfer), as
         ``HostL07Model::update_actions_state`` steps them.  Other actions end meanwhile in their own steps
         (the comm's latency decreasing by each step, 0 below the precision; its work by rate × step, done
-        below 1e-14): ``early(date, sleeps)`` posts them before the message arrives.  Returns (arrival
-        date, the sleeps ending in the arrival step)."""
+        below 1e-14): ``early(date, sleeps)`` posts them before the message arrives.  ``act``: the message's
+        action in :attr:`system` when it shares a link with a parallel task: its rate is then its value
+        there, step by step.  Returns (arrival date, the sleeps ending in the arrival step)."""
         if not lat and not rate:
             return (clock, self._step(0.0)) if self.tiny else (clock, [])
+        system = self.system
+        if act is not None:
+            system.start(act)
         left, work = lat, 1.0 if rate else 0.0
         while True:
+            if act is not None:
+                if system.dirty:
+                    system.solve()
+                rate = act.value
             dt_comm = left if left > 0 else work / rate
             # live remainders are >= the precision unless a tiny sleep was just added: below it, the comm
             # ends first (1000 TBps links: 1e-15 s) and no scan is needed
@@ -161,20 +197,27 @@ class SimGridTimers:
             clock += dt
             if left > 0:                         # latency phase
                 left = 0.0 if left <= dt or left - dt < PRECISION else left - dt
+                if left == 0 and act is not None:
+                    system.latency_paid(act)
                 if left == 0 and not work:       # no link: arrives when the latency is paid
                     return clock, due
             else:                                # transfer phase
                 work -= rate * dt
                 if work < WORK_PRECISION:
+                    if act is not None:
+                        system.remove(act)
                     return clock, due
             if due:
                 early(clock, due)
 
     def _next(self) -> float:
-        """``next_occurring_event``: the smallest remaining duration, work / value or latency."""
+        """``next_occurring_event``: the smallest remaining duration (or work / rate)."""
+        return min(e[0] / e[4] if e[4] else e[0] for e in self.live)
+
+    def _next_shared(self) -> float:
+        """``next_occurring_event`` with a :attr:`system`: the smallest remaining duration, work / value or
+        latency."""
         system = self.system
-        if system is None:
-            return min(e[0] / e[4] if e[4] else e[0] for e in self.live)
         if system.dirty:
             system.solve()
         best = -1.0
@@ -201,12 +244,13 @@ class SimGridTimers:
                 return e[0]
         return 1.0
 
-    def cancel_job(self, job: Any) -> None:
+    def cancel_job(self, job: Any, keep_task: bool = False) -> None:
         """The actions of a job's executor (killed, or its walltime or its task ended) leave the
-        started actions."""
+        started actions; ``keep_task``: its parallel task goes on (a ``wait_for`` that timed out leaves the
+        task running: Batsim never cancels nor frees it, so it computes and communicates to its end)."""
         keep = []
         for e in self.live:
-            if isinstance(e[3], tuple) and e[3][0] is job:
+            if isinstance(e[3], tuple) and e[3][0] is job and not (keep_task and e[4]):
                 if e[4].__class__ is not float:
                     self.system.remove(e[4])
             else:

@@ -26,6 +26,7 @@ T_CALL = 2          # a CALL_ME_LATER waiter wakes up
 T_RR = 3            # the request-reply actor wakes up (a decision stamped later, or the reply's now)
 T_ENDED = 4         # an executor that already ran (machines freed) and now posts its JOB_COMPLETED
 T_RAN = 5           # an executor that already ran and goes on (a composed job's next step): posts nothing
+T_STEP = 6          # a composed job's executor ends a wait (payload: (job, executor, serial, how))
 
 # messages to the server: (kind, a, b)
 M_HELLO = 0         # submitter a says hello
@@ -36,3 +37,9 @@ M_WAITED = 4        # a waiter's date was reached
 M_KILLED = 5        # a killer is done: a = (jobs asked, progress, jobs really killed)
 M_DECISION = 6      # the request-reply actor forwards decision a = (timestamp, handler, args)
 M_READY = 7         # the request-reply actor is done: the scheduler is ready again
+
+# energy (-E, batfeed/engine/energy_sim.py); numbered apart from the above
+E_STATE_CHANGED = 16  # (E_STATE_CHANGED, t, intervals, "pstate")   RESOURCE_STATE_CHANGED
+E_ANSWER = 17         # (E_ANSWER, t, consumed joules)               ANSWER {consumed_energy}
+T_SWITCH = 16         # a machine's switch on/off (its one flop on the virtual pstate) ends
+M_SWITCHED = 16       # a switched machine tells the server (SWITCHED_ON / SWITCHED_OFF), from its own host

@@ -20,6 +20,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 
+from batfeed.engine import longdouble as ld
+
 IDLE, COMPUTING, UNAVAILABLE = "idle", "computing", "unavailable"
 
 
@@ -190,3 +192,95 @@ class Machines:
             fh.write("time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing\n")
             fh.writelines(f"{t:g},0,0,0,{idle},{comp}\n"
                           for t, idle, comp in zip(self.row_t, self.row_idle, self.row_comp, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------- energy (-E)
+SLEEPING, SWITCHING_ON, SWITCHING_OFF = "sleeping", "switching_on", "switching_off"
+ALL_STATES = (SLEEPING, IDLE, COMPUTING, SWITCHING_ON, SWITCHING_OFF, UNAVAILABLE)
+
+
+class EnergyMachines(Machines):
+    """The machines of a run with Batsim's ``-E``: also SLEEPING, SWITCHING_ON and SWITCHING_OFF.
+
+    Follows Batsim 4.2.1 per machine: ``Machine::update_machine_state`` adds ``now - last change`` to the
+    time of the state left, in ``long double`` (:mod:`batfeed.engine.longdouble`); a ``_machine_states.csv``
+    row (``MachineStateTracer::write_machine_states``) is written on a job's start and end
+    (``update_machines_on_job_run/end``), on a SET_RESOURCE_STATE (``server_on_pstate_modification``) and
+    when a switch of a group of machines is complete (``server_on_switched``), not on availability events.
+    The base class's ``busy``/``unavail`` flags are kept for the engine's checks.
+    """
+
+    def __init__(self, names: list[str]):
+        super().__init__(names)
+        n = len(names)
+        self.st: list[str] = [IDLE] * n
+        self.count = dict.fromkeys(ALL_STATES, 0)
+        self.count[IDLE] = n
+        self.last: list[tuple[int, int]] = [(0, 0)] * n                 # long double date of the last change
+        self.spent: dict[str, list[tuple[int, int]]] = {s: [(0, 0)] * n for s in ALL_STATES}
+        self.rows: list[tuple[float, int, int, int, int, int]] = []
+
+    def set_state(self, m: int, new: str, t: float) -> None:
+        """``Machine::update_machine_state``."""
+        old = self.st[m]
+        now = ld.from_float(t)
+        spent = self.spent[old]
+        spent[m] = ld.add(spent[m], ld.sub(now, self.last[m]))
+        self.count[old] -= 1
+        self.count[new] += 1
+        self.st[m] = new
+        self.last[m] = now
+
+    def write_row(self, t: float) -> None:
+        c = self.count
+        self.rows.append((t, c[SLEEPING], c[SWITCHING_ON], c[SWITCHING_OFF], c[IDLE], c[COMPUTING]))
+
+    def start(self, ivs: Sequence[tuple[int, int]], t: float) -> None:
+        busy = self.busy
+        for a, b in ivs:
+            busy[a:b + 1] = b"\x01" * (b - a + 1)
+            for m in range(a, b + 1):
+                self.set_state(m, COMPUTING, t)
+        self.write_row(t)
+
+    def end(self, ivs: Sequence[tuple[int, int]], t: float) -> None:
+        busy, st = self.busy, self.st
+        for a, b in ivs:
+            busy[a:b + 1] = bytes(b - a + 1)
+            for m in range(a, b + 1):
+                if st[m] != UNAVAILABLE:
+                    self.set_state(m, IDLE, t)
+        self.write_row(t)
+
+    def set_unavailable(self, ivs: list[tuple[int, int]], t: float) -> None:
+        for a, b in ivs:
+            for m in range(a, b + 1):
+                self.unavail[m] = 1
+                self.nb_unavailable += 1
+                self.set_state(m, UNAVAILABLE, t)
+
+    def set_available(self, ivs: list[tuple[int, int]], t: float) -> None:
+        for a, b in ivs:      # server_on_event_machine_available: COMPUTING if it runs a job, else IDLE
+            for m in range(a, b + 1):
+                self.unavail[m] = 0
+                self.nb_unavailable -= 1
+                self.set_state(m, COMPUTING if self.busy[m] else IDLE, t)
+
+    def time_in_states(self) -> dict[str, float]:
+        """``JobsTracer::finalize``: each state's closed periods, summed over the machines in long double."""
+        out = {}
+        for state in ALL_STATES:
+            total = ld.ZERO
+            for v in self.spent[state]:
+                total = ld.add(total, v)
+            out[state] = ld.to_float(total)
+        return out
+
+    @property
+    def trace(self) -> list[tuple[float, int, int]]:
+        return [(t, idle, comp) for t, _, _, _, idle, comp in self.rows]
+
+    def write_states_csv(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write("time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing\n")
+            fh.writelines(f"{t:g},{s},{on},{off},{idle},{comp}\n" for t, s, on, off, idle, comp in self.rows)

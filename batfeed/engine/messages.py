@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from batfeed.engine.intervals import format_hyphen
 from batfeed.engine.kinds import (
+    E_ANSWER,
     E_BEGINS,
     E_CALL,
     E_COMPLETED,
@@ -20,6 +21,7 @@ from batfeed.engine.kinds import (
     E_KILLED,
     E_MACHINES,
     E_NOTIFY,
+    E_STATE_CHANGED,
     E_SUBMITTED,
 )
 from batfeed.engine.protocol import MSG_HANDLERS
@@ -95,6 +97,11 @@ def event_json(sim: Simulator, ev: tuple) -> dict[str, Any]:
         return {"timestamp": t, "type": "SIMULATION_BEGINS", "data": simulation_begins_data(sim)}
     if kind == E_ENDS:
         return {"timestamp": t, "type": "SIMULATION_ENDS", "data": {}}
+    if kind == E_STATE_CHANGED:     # -E (energy_sim.py): append_resource_state_changed, append_answer_energy
+        return {"timestamp": t, "type": "RESOURCE_STATE_CHANGED", "data": {"resources": format_hyphen(ev[2]),
+                                                                           "state": ev[3]}}
+    if kind == E_ANSWER:
+        return {"timestamp": t, "type": "ANSWER", "data": {"consumed_energy": r6(ev[2])}}
     raise AssertionError(f"unknown event kind {kind}")
 
 

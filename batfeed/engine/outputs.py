@@ -49,6 +49,8 @@ class JobsTracer:
         self.jobs: list[Job] = []
         self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
         self.makespan = 0.0
+        # with -E, the consumed_energy column (job id -> "%Lf" text, batfeed.engine.energy); else -1 for all
+        self.energy: dict[str, str] | None = None
 
     def write_job(self, job: Job) -> None:
         self.jobs.append(job)
@@ -69,6 +71,7 @@ class JobsTracer:
 
     def rows(self):
         """The ``_jobs.csv`` data lines, formatted like Batsim's JobsTracer::write_job."""
+        energy = self.energy
         for job in self.jobs:
             head = (f"{job.name},{job.workload},{job.profile},{job.subtime:f},{job.requested_resources},"
                     f"{job.walltime:f},")
@@ -79,7 +82,8 @@ class JobsTracer:
             finish = start + runtime
             turnaround = finish - sub
             yield (f"{head}{1 if job.state == SUCCESS else 0},{job.state},{start:f},{runtime:f},{finish:f},"
-                   f"{start - sub:f},{turnaround:f},{fmt(cdiv(turnaround, runtime))},{job.alloc},-1.000000,"
+                   f"{start - sub:f},{turnaround:f},{fmt(cdiv(turnaround, runtime))},{job.alloc},"
+                   f"{'-1.000000' if energy is None else energy.get(job.id, '-1.000000')},"
                    f'"{job.metadata}"')
 
     def write_jobs_csv(self, path: str | Path) -> None:
@@ -101,7 +105,11 @@ class JobsTracer:
         return waits, turns, slows
 
     def schedule_values(self, *, nb_machines: int, machine_time: dict[str, float], version: str,
-                        scheduling_time: float, simulation_time: float) -> dict[str, str]:
+                        scheduling_time: float, simulation_time: float,
+                        energy: dict[str, str] | None = None) -> dict[str, str]:
+        """The ``_schedule.csv`` row; ``energy``: the values of a ``-E`` run (``consumed_joules``,
+        ``nb_machine_switches``, ``nb_grouped_switches``), whose ``machine_time`` has the sleeping and
+        switching states too."""
         n = self.nb_jobs
         waits, turnarounds, slowdowns = self._finished()
 
@@ -130,11 +138,13 @@ class JobsTracer:
             "success_rate": fmt(cdiv(self.nb_success, n)),
             "time_computing": fmt(machine_time[COMPUTING]),
             "time_idle": fmt(machine_time[IDLE]),
-            "time_sleeping": fmt(0.0),
-            "time_switching_off": fmt(0.0),
-            "time_switching_on": fmt(0.0),
+            "time_sleeping": fmt(machine_time.get("sleeping", 0.0)),
+            "time_switching_off": fmt(machine_time.get("switching_off", 0.0)),
+            "time_switching_on": fmt(machine_time.get("switching_on", 0.0)),
             "time_unavailable": fmt(machine_time[UNAVAILABLE]),
         }
+        if energy:
+            values.update(energy)
         return dict(sorted(values.items()))
 
     @staticmethod

@@ -124,6 +124,8 @@ class Host:
     role: str
     properties: dict[str, str]
     zone_properties: dict[str, str]
+    speeds: tuple[float, ...] = ()        # the speed of every pstate (``speed`` is that of ``pstate``)
+    pstate: int = 0                       # the initial pstate (the host's ``pstate`` attribute)
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,11 +423,13 @@ def _role(host: _RawHost, master_host: str, path: str) -> str:
     return role
 
 
-def load_platform(path: str | Path, master_host: str = "master_host", mmax: int | None = None) -> Platform:
-    """Read a SimGrid platform file the way Batsim 4.2 does (``-p path -m master_host --mmax mmax``).
+def load_platform(path: str | Path, master_host: str = "master_host", mmax: int | None = None,
+                  energy: bool = False) -> Platform:
+    """Read a SimGrid platform file the way Batsim 4.2 does (``-p path -m master_host --mmax mmax [-E]``).
 
-    ``mmax`` None or 0 keeps every compute host.  Raise InputError (UnsupportedInput for valid
-    input the engine cannot model) naming the file and line.
+    ``mmax`` None or 0 keeps every compute host.  ``energy``: also check every host's power properties
+    as SimGrid's energy plugin and Batsim do under ``-E`` (:func:`batfeed.engine.power.check_host`).  Raise
+    InputError (UnsupportedInput for valid input the engine cannot model) naming the file and line.
     """
     path = str(path)
     reader = _Reader(path)
@@ -452,14 +456,21 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
     if master is None:
         raise InputError("Cannot find the \"master\" role in the platform file: no host is named "
                          f"'{master_host}' and no host has <prop id=\"role\" value=\"master\"/>", path)
+    computing = {raw.name for raw in compute} if energy else set()     # before --mmax: Batsim checks them all
     if mmax:
         if mmax < 0 or mmax > len(compute):
             raise InputError(f"Impossible to compute on M={mmax} machines: only {len(compute)} compute "
                              "machines are described in the platform file", path)
         compute = compute[:mmax]
+    if energy:
+        from batfeed.engine.power import check_host
+
+        kept = {raw.name for raw in compute} | {raw.name for raw in storage}
+        for raw in raws:        # SimGrid's energy plugin reads every host; Batsim asks the machines' energy
+            check_host(raw.name, raw.speeds, raw.props, raw.name in computing, raw.name in kept, path)
     roles = [(raw, COMPUTE) for raw in compute] + [(raw, STORAGE) for raw in storage]
-    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()))
-             for i, (raw, role) in enumerate(roles)]
+    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()),
+                  raw.speeds, raw.pstate) for i, (raw, role) in enumerate(roles)]
     network = _network(reader, master.name, [raw.name for raw in compute], path)
     return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), network,
                     reader.min_bw if reader.min_bw < float("inf") else 0.0)

@@ -86,16 +86,14 @@ class DecisionsMixin:
             raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {ivs[-1][1]} does not exist (compute machines "
                                 f"are 0-{m.n - 1})")
         prof = job.prof
+        ptype = prof.type
         ranks = None if mapping is None else self._mapping(job, mapping, n)
-        if prof.type != "parallel_homogeneous_total" and not (
-                prof.type == "composed" and all(p.type == "parallel_homogeneous_total" for p in prof.subs)):
+        if (n if ranks is None else len(ranks)) != job.requested_resources and not _any_size(prof):
             if ranks is not None:
-                if len(ranks) != job.requested_resources:
-                    raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping has {len(ranks)} executors but the "
-                                        f"job requests {job.requested_resources} resources (Batsim aborts)")
-            elif n != job.requested_resources:
-                raise ProtocolError(f"EXECUTE_JOB {job.id}: allocation {intervals.format_hyphen(ivs)} has {n} "
-                                    f"machines but the job requests {job.requested_resources} (Batsim aborts)")
+                raise ProtocolError(f"EXECUTE_JOB {job.id}: the mapping has {len(ranks)} executors but the "
+                                    f"job requests {job.requested_resources} resources (Batsim aborts)")
+            raise ProtocolError(f"EXECUTE_JOB {job.id}: allocation {intervals.format_hyphen(ivs)} has {n} "
+                                f"machines but the job requests {job.requested_resources} (Batsim aborts)")
         busy, unavail = m.busy, m.unavail
         check_unavail = m.nb_unavailable
         for a, b in ivs:
@@ -108,11 +106,6 @@ class DecisionsMixin:
             if check_unavail and (i := unavail.find(1, a, b + 1)) >= 0:
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {i} ('{m.names[i]}') is unavailable "
                                     "(Batsim aborts)")
-        if prof.type == "delay":
-            hosts: list[int] = []
-        else:   # the executors' machines (execute_job_process: the mapping, else one per allocated machine)
-            alloc = [i for a, b in ivs for i in range(a, b + 1)]
-            hosts = alloc if ranks is None else [alloc[r] for r in ranks]
         c = self.clock
         wall = job.walltime
         job.state, job.start = RUNNING, c
@@ -120,41 +113,47 @@ class DecisionsMixin:
         job.runtime = -1.0
         self.nb_running += 1
         m.start(ivs, c)
-        if prof.type == "composed":
+        # the executor actor sleeps once it runs, i.e. after the REQ-REP's next step (simulator.py)
+        if ptype == "delay":
+            if 0 < wall <= prof.work:      # do_delay_task: a delay job reaches a walltime <= its delay
+                job.return_code = -1
+                self.deferred.append((wall, T_END, (job, WALLTIME, False), 0.0))
+            else:
+                job.return_code = prof.ret
+                self.deferred.append((prof.work, T_END, (job, SUCCESS if prof.ret == 0 else FAILED, False), 0.0))
+            return
+        # the executors' machines (execute_job_process: the mapping, else one per allocated machine)
+        alloc = [i for a, b in ivs for i in range(a, b + 1)]
+        hosts = alloc if ranks is None else [alloc[r] for r in ranks]
+        if ptype == "composed":
             job.return_code = -1            # Batsim's initial code, kept if the job is killed in a delay
             ex = Executor(prof, wall, self._now, hosts)
             self._executor_request(job, ex, next(ex.gen), deferred=True)
             return
-        state, rc = (SUCCESS, 0) if prof.ret == 0 else (FAILED, prof.ret)
-        rate: Any = 0.0
-        if prof.type == "delay":
-            duration = prof.work
-        else:
-            duration, rate = self._ptask(job, prof, hosts)
+        state = SUCCESS if prof.ret == 0 else FAILED
+        job.return_code = prof.ret
+        duration, rate = self._ptask(job, prof, hosts, wall > 0)
         if rate and wall > 0:
             # ptask->wait_for(walltime): the task and a timeout sleep, created in this order; the
             # first to end wins (the task on a tie, as it comes first in the step)
             self.deferred.append((duration, T_END, (job, state, True), rate))
             self.deferred.append((wall, T_END, (job, WALLTIME, True), 0.0))
-            end = None
-        elif 0 < wall <= duration:   # do_delay_task: a delay job reaches a walltime <= its delay
-            end, state, rc = wall, WALLTIME, -1
+        elif 0 < wall <= duration:
+            job.return_code = -1
+            self.deferred.append((wall, T_END, (job, WALLTIME, False), rate))
         else:
-            end = duration
-        job.return_code = rc
-        # the executor actor sleeps once it runs, i.e. after the REQ-REP's next step (simulator.py)
-        if end is not None:
-            self.deferred.append((end, T_END, (job, state, False), rate))
+            self.deferred.append((duration, T_END, (job, state, False), rate))
 
-    def _ptask(self: Simulator, job: Job, prof: Any, hosts: list[int]) -> tuple[float, Any]:
+    def _ptask(self: Simulator, job: Job, prof: Any, hosts: list[int], timed: bool) -> tuple[float, Any]:
         """A parallel task of ``prof`` on ``hosts`` (one per rank): (1 if it has work else 0, its rate: a
-        constant when it shares nothing, else its ``L07Action``)."""
+        constant when it shares nothing, else its ``L07Action``).  A ``timed`` task (waited for with a
+        timeout) always has an action: if the timeout wins it runs on, and shares its hosts with later jobs."""
         if prof.type == "parallel" and len(hosts) != len(prof.cpu):
             raise ProtocolError(f"job {job.id}: profile '{prof.name}' has {len(prof.cpu)} ranks but runs on "
                                 f"{len(hosts)} executors (Batsim aborts: \"the number of resources given by the "
                                 "allocation is different from the number of resources given by the profile data\")")
         flops, com = prof.matrices(len(hosts))
-        act = self.ptask_system().make(hosts, flops, com)
+        act = self.ptask_system().make(hosts, flops, com, shared=timed)
         if act is None:
             rate = constant_rate(hosts, flops, self.speed)
             return (1.0 / rate if rate else 0.0), rate
@@ -404,9 +403,14 @@ class DecisionsMixin:
             raise ProtocolError(f"CHANGE_JOB_STATE {job.id}: {job.state} -> {new} is not allowed (only SUBMITTED "
                                 "-> RUNNING/REJECTED and RUNNING -> COMPLETED_*)")
 
-    def _msg_unsupported(self: Simulator, data: dict[str, Any]) -> None:
-        raise ProtocolError(f"energy/pstate requests need Batsim's -E mode, which the embedded engine does not "
-                            f"model (got {data}); use real Batsim")
+    # SET_RESOURCE_STATE and QUERY: modelled under -E (batfeed/engine/energy_sim.py overrides these two)
+    def _msg_set_resource_state(self: Simulator, data: dict[str, Any]) -> None:
+        raise ProtocolError(f"SET_RESOURCE_STATE needs the energy model: run with -E/--energy (Batsim aborts without "
+                            f"it: \"Receiving a pstate modification request, which is forbidden\") (got {data})")
+
+    def _msg_query(self: Simulator, data: dict[str, Any]) -> None:
+        raise ProtocolError(f"QUERY needs the energy model: run with -E/--energy (Batsim aborts without it: "
+                            f"\"energy simulation is not enabled\") (got {data})")
 
     def _msg_ignored(self: Simulator, data: dict[str, Any]) -> None:
         """ANSWER / TO_JOB_MSG: accepted; no modelled profile reads them."""
@@ -426,6 +430,13 @@ class DecisionsMixin:
         return job
 
 
+def _any_size(prof: Any) -> bool:
+    """A ``parallel_homogeneous_total`` profile, or a sequence of them, runs on any number of machines
+    (``server_on_execute_job``)."""
+    return prof.type == "parallel_homogeneous_total" or (
+        prof.type == "composed" and all(p.type == "parallel_homogeneous_total" for p in prof.subs))
+
+
 # JSON decision type -> unbound handler taking the event's ``data`` object
 MSG_HANDLERS = {
     "EXECUTE_JOB": DecisionsMixin._msg_execute,
@@ -437,8 +448,8 @@ MSG_HANDLERS = {
     "NOTIFY": DecisionsMixin._msg_notify,
     "SET_JOB_METADATA": DecisionsMixin._msg_set_metadata,
     "CHANGE_JOB_STATE": DecisionsMixin._msg_change_state,
-    "SET_RESOURCE_STATE": DecisionsMixin._msg_unsupported,
-    "QUERY": DecisionsMixin._msg_unsupported,
+    "SET_RESOURCE_STATE": lambda self, data: self._msg_set_resource_state(data),   # the -E subclass's
+    "QUERY": lambda self, data: self._msg_query(data),
     "ANSWER": DecisionsMixin._msg_ignored,
     "TO_JOB_MSG": DecisionsMixin._msg_ignored,
 }

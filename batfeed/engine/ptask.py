@@ -39,14 +39,15 @@ DBL_MAX = sys.float_info.max
 class Constraint:
     """A resource of the lmm system: a host's CPU or a link."""
 
-    __slots__ = ("bound", "fatpipe", "enabled", "remaining", "usage")
+    __slots__ = ("bound", "fatpipe", "enabled", "remaining", "usage", "users")
 
     def __init__(self, bound: float, fatpipe: bool):
         self.bound = bound
         self.fatpipe = fatpipe
-        self.enabled: list[list[Any]] = []     # elements [action, weight], newest first
+        self.enabled: list[list[Any]] = []     # elements [constraint, weight, action], newest first
         self.remaining = 0.0
         self.usage = 0.0
+        self.users = 0                         # started actions expanded on it (enabled or not)
 
 
 class Action:
@@ -85,14 +86,15 @@ class System:
         self.links: dict[str, Constraint] = {}
         self.actions: list[Action] = []
         self.dirty = False
+        self._routes: dict[tuple[str, str], tuple[Any, float]] = {}
 
     # -- building -------------------------------------------------------------------------------------
     def make(self, hosts: Sequence[int], flops: Sequence[float], com: Sequence[float] | None,
              shared: bool = False) -> Action | None:
         """The ``L07Action`` of a task on machines ``hosts`` (one per rank, repeats allowed), with
         ``flops[i]`` on rank i and ``com[i*n+j]`` bytes from rank i to rank j; None when it shares no
-        resource (no bytes, distinct hosts, and not ``shared``: no other task computes on its hosts): then
-        its rate is the constant :func:`constant_rate`."""
+        resource (no bytes, distinct hosts on which no task of the system computes, and not ``shared``):
+        then its rate is the constant :func:`constant_rate`."""
         n = len(hosts)
         net = self.network
         pairs: list[tuple[Any, float, float]] = []     # (route's links, bytes, route's latency)
@@ -104,7 +106,8 @@ class System:
                     links, lat = net.route(names[hosts[k // n]], names[hosts[k % n]])
                     latency = max(latency, lat)
                     pairs.append((links, b, lat))
-        if not shared and not any(links for links, _, _ in pairs) and len(set(hosts)) == n and not latency:
+        if (not shared and not any(links for links, _, _ in pairs) and len(set(hosts)) == n and not latency
+                and not any(self.cpu[h].enabled for h in hosts if h in self.cpu)):
             return None
         elems: list[list[Any]] = []
         for i in range(n):       # force_creation: one element per rank, even on a repeated host
@@ -135,9 +138,41 @@ class System:
             e[2] = act
         return act
 
+    def message(self, src: str, dst: str) -> Action | None:
+        """The 1-byte message from host ``src`` to ``dst`` as an ``L07Action`` (``NetworkL07Model::communicate``)
+        when its route crosses a link that a started action uses, else None (it then shares nothing and its
+        rate is a constant: ``Network.message_delay``)."""
+        net = self.network
+        if net is None or not self.actions:
+            return None
+        got = self._routes.get((src, dst))
+        if got is None:
+            got = self._routes[(src, dst)] = net.route(src, dst)
+        links, lat = got
+        if not any((c := self.links.get(link.name)) is not None and c.users for link in links):
+            return None
+        elems: list[list[Any]] = []
+        for link in links:
+            cnst = self.links.get(link.name)
+            if cnst is None:
+                cnst = self.links[link.name] = Constraint(link.bandwidth, link.fatpipe)
+            for e in elems:
+                if e[0] is cnst:
+                    if not cnst.fatpipe:
+                        e[1] += 1.0
+                    break
+            else:
+                elems.append([cnst, 1.0, None])
+        act = Action(elems, lat, TCP_GAMMA / (2.0 * lat) if lat > 0 else DBL_MAX, DBL_MAX)
+        for e in elems:
+            e[2] = act
+        return act
+
     def start(self, act: Action) -> None:
         """The action enters the system (its latency first, disabled)."""
         self.actions.append(act)
+        for e in act.elems:
+            e[0].users += 1
         if act.latency > 0:
             return
         act.update_bound()
@@ -159,6 +194,8 @@ class System:
         """The action ended or was cancelled: its elements leave their constraints."""
         if act in self.actions:
             self.actions.remove(act)
+            for e in act.elems:
+                e[0].users -= 1
             if act.penalty > 0:
                 for e in act.elems:
                     e[0].enabled.remove(e)
@@ -234,12 +271,12 @@ class System:
             cnst_list = keep
             var_list = [a for a in still if a.saturated]
 
-    def load(self, machine: int) -> float:
-        """The CPU constraint's usage over its capacity (sum of weight x value of its enabled elements)."""
+    def usage(self, machine: int) -> float:
+        """``Constraint::get_usage`` of the machine's CPU: the flops/s its tasks get (``Host::get_load``)."""
         c = self.cpu.get(machine)
-        if c is None or not c.bound:
+        if c is None:
             return 0.0
-        return sum(e[1] * e[2].value for e in c.enabled) / c.bound
+        return sum(e[1] * e[2].value for e in c.enabled if e[1] > 0)
 
 
 def constant_rate(hosts: Sequence[int], flops: Sequence[float], speeds: Sequence[float]) -> float:

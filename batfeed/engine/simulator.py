@@ -57,12 +57,14 @@ from batfeed.engine.kinds import (
     M_HELLO,
     M_KILLED,
     M_READY,
+    M_SWITCHED,
     M_WAITED,
     T_CALL,
     T_END,
     T_ENDED,
     T_RAN,
     T_RR,
+    T_STEP,
     T_SUB,
 )
 from batfeed.engine.machines import Machines
@@ -97,6 +99,7 @@ class EngineConfig:
     forward_unknown_events: bool = False
     sched_config: str = ""
     disable_machine_state_tracing: bool = False     # no PREFIX_machine_states.csv (export.cpp)
+    energy: bool = False                            # -E: the energy model (batfeed/engine/energy_sim.py)
 
 
 @dataclass
@@ -156,6 +159,7 @@ class Simulator(DecisionsMixin):
         self.deferred: list[tuple[float, int, Any]] = []    # sleeps of actors created by a decision
         self.killing: list[tuple] = []                      # killers started by a decision
         self.kd_wait: list[tuple[int, Any, Any]] = []       # KILLING_DONE posted after the next receive
+        self.late_posts: list[tuple[int, Any, Any]] = []    # -E: posted once this instant's actors are blocked
         self.ready = False
         self.ended = False
         self.end_sent = False
@@ -163,6 +167,7 @@ class Simulator(DecisionsMixin):
         self.jobs: dict[str, Job] = {}
         self.executors: dict[str, Executor] = {}       # the running composed jobs' executors
         self.ptasks: System | None = None
+        self.zombies_done: list[Job] = []   # jobs whose timed-out task runs until they are deleted
         self.to_delete: list[Job] = []
         self.gc = self.config.enable_dynamic_jobs and not self.config.enable_profile_reuse
         self.gc_profiles: dict[str, set[str]] = {}
@@ -214,7 +219,11 @@ class Simulator(DecisionsMixin):
             self.out.append((E_BEGINS, 0.0))
             self._send()
             self._rr_step()
+            late = self.late_posts
             while not self.ended:
+                if late:                         # -E: posts of actors that queried energies (energy_sim.py)
+                    q.extend(late)
+                    late.clear()
                 if not q:                        # the next step: the actors whose sleep ends then post
                     if not self.timers:
                         raise ProtocolError(self._deadlock_reason())
@@ -223,7 +232,10 @@ class Simulator(DecisionsMixin):
                     continue
                 kind, a, b = q.popleft()
                 if not self.timers.exact:        # the message's own SimGrid steps
-                    self._message_step(self.host_delay[a.intervals[0][0]] if kind == M_DONE else self.master_delay)
+                    if kind == M_DONE or kind == M_SWITCHED:   # M_SWITCHED (-E): from the switched machine
+                        self._message_step(self.host_delay[a.intervals[0][0]], a.intervals[0][0])
+                    else:
+                        self._message_step(self.master_delay)
                 if self.kd_wait:
                     q.extend(self.kd_wait)
                     self.kd_wait = []
@@ -315,6 +327,10 @@ class Simulator(DecisionsMixin):
         self.scheduling_time += time.perf_counter() - t0
         self.messages += 1
         self._delete_finished_jobs()      # Batsim deletes them right after sending (server.cpp)
+        if self.zombies_done:             # ... and with them the tasks that timed out and ran on
+            for job in self.zombies_done:
+                self.timers.cancel_job(job)
+            self.zombies_done = []
         if self.end_sent:
             if decisions:
                 raise ProtocolError("the scheduler answered SIMULATION_ENDS with decisions; nothing can "
@@ -386,19 +402,26 @@ class Simulator(DecisionsMixin):
         timers = self.timers
         if timers.exact and (rate or not duration.is_integer()):   # from now on, steps can round
             timers = self.timers = timers.to_simgrid(self.clock)
-        if rate.__class__ is Action:
-            timers.system = self.ptasks
+        if rate and rate.__class__ is Action:
+            timers.attach(self.ptasks)
         timers.add(self.clock, duration, self.seq, kind, payload, rate)
 
-    def _message_step(self, delay: tuple[float, float]) -> None:
-        """SimGrid's steps for the message the server just received (``delay``: its route's latency and
-        transfer time): sleeps ending before it arrives post at once, those ending as it arrives post
-        after the server's check (:meth:`_post_woken`)."""
-        self.clock, due = self.timers.message_step(self.clock, delay[0], delay[1], self._post_early)
+    def _message_step(self, delay: tuple[float, float], src: int = -1) -> None:
+        """SimGrid's steps for the message the server just received from machine ``src`` (-1: the master;
+        ``delay``: its route's latency and transfer time): sleeps ending before it arrives post at once, those
+        ending as it arrives post after the server's check (:meth:`_post_woken`).  A message whose route
+        crosses a link a parallel task uses shares it (its action in the L07 system)."""
+        act = None
+        if self.ptasks is not None and self.ptasks.actions:
+            master = self.platform.master
+            act = self.ptasks.message(master if src < 0 else self.platform.compute[src].name, master)
+        self.clock, due = self.timers.message_step(self.clock, delay[0], delay[1], self._post_early, act)
         if due:
             for entry in due:       # executors run before the server: their machines are freed at once
                 if entry[2] == T_END:
                     entry[2] = T_ENDED if self._executor_ends(entry[3], self.clock) else T_RAN
+                elif entry[2] == T_STEP:
+                    entry[2] = T_ENDED if self._executor_resumes(entry[3], self.clock) else T_RAN
             self.woken.extend(due)
 
     def _post_early(self, date: float, due: list) -> None:
@@ -420,42 +443,45 @@ class Simulator(DecisionsMixin):
                     q.append((M_DONE, payload[0], None))
             elif kind == T_ENDED:
                 q.append((M_DONE, payload[0], None))
-            elif kind == T_RAN:
-                pass
             elif kind == T_SUB:
                 payload.current = t
                 self._submitter_collect(payload, first=True)
             elif kind == T_CALL:
                 q.append((M_WAITED, None, None))
-            elif self.rr_i < len(self.rr):    # T_RR
-                d = self.rr[self.rr_i]
-                self.rr_i += 1
-                q.append((M_DECISION, d, None))
-            else:
-                q.append((M_READY, None, None))
+            elif kind == T_RR:
+                if self.rr_i < len(self.rr):
+                    d = self.rr[self.rr_i]
+                    self.rr_i += 1
+                    q.append((M_DECISION, d, None))
+                else:
+                    q.append((M_READY, None, None))
+            elif kind == T_STEP:
+                if self._executor_resumes(payload, t):
+                    q.append((M_DONE, payload[0], None))
+            # T_RAN: an executor that already ran and goes on posts nothing
 
     def _executor_ends(self, payload: tuple, t: float) -> bool:
         """A job's executor wakes up at ``t``: the job ends and its machines are freed, before the server
-        hears of it; False when the job was killed meanwhile, or when its executor goes on (composed)."""
+        hears of it; False when the job was killed meanwhile."""
         job = payload[0]
         if job.state != RUNNING:
             return False
-        if len(payload) == 4:
-            return self._executor_resumes(job, payload[1], payload[2], payload[3], t)
         state = job.state = payload[1]
         job.return_code = -1 if state == WALLTIME else 0 if state == SUCCESS else job.prof.ret
         job.runtime = t - job.start
         self.machines.end(job.intervals, t)
-        if payload[2]:                # a parallel task with a walltime: the other action ends too
-            self.timers.cancel_job(job)
+        if payload[2]:                # a parallel task with a walltime: the timeout ends with the task; a task
+            self.timers.cancel_job(job, keep_task=state == WALLTIME)    # that timed out runs on
         return True
 
-    def _executor_resumes(self, job: Job, ex: Executor, serial: int, how: str, t: float) -> bool:
-        """A composed job's executor: its wait ended (``how``); it starts its next wait, or the job ends."""
-        if serial != ex.serial:       # the other half of a wait that already ended (task vs walltime)
+    def _executor_resumes(self, payload: tuple, t: float) -> bool:
+        """A composed job's executor (``T_STEP``): its wait ended; it starts its next wait, or the job ends
+        (True: its machines are freed, the server is to hear of it)."""
+        job, ex, serial, how = payload
+        if job.state != RUNNING or serial != ex.serial:   # killed, or the other half of a finished wait
             return False
         ex.serial += 1
-        self.timers.cancel_job(job)   # a task that timed out is cancelled, a timeout whose task ended too
+        self.timers.cancel_job(job, keep_task=how == "timeout")   # a task that timed out runs on
         try:
             request = ex.gen.send(how)
         except StopIteration as stop:
@@ -478,13 +504,13 @@ class Simulator(DecisionsMixin):
         else:
             sleep = self._sleep
         if request[0] == "sleep":
-            sleep(request[1], T_END, (job, ex, ex.serial, "done"))
+            sleep(request[1], T_STEP, (job, ex, ex.serial, "done"))
             return
         _, prof, timeout = request
-        duration, rate = self._ptask(job, prof, ex.hosts)
-        sleep(duration, T_END, (job, ex, ex.serial, "done"), rate)
+        duration, rate = self._ptask(job, prof, ex.hosts, timeout >= 0)
+        sleep(duration, T_STEP, (job, ex, ex.serial, "done"), rate)
         if timeout >= 0:
-            sleep(timeout, T_END, (job, ex, ex.serial, "timeout"))
+            sleep(timeout, T_STEP, (job, ex, ex.serial, "timeout"))
 
     def _executor_of(self, job: Job) -> Executor | None:
         return self.executors.get(job.id) if self.executors else None
@@ -499,10 +525,6 @@ class Simulator(DecisionsMixin):
             self.ptasks = System(self.platform.network, [h.name for h in hosts], self.speed,
                                  [h.cores * h.speed for h in hosts])
         return self.ptasks
-
-    def cpu_load(self, machine: int) -> float:
-        """The load of a machine's CPU, as SimGrid's ``CpuImpl::get_load`` sees it."""
-        return 0.0 if self.ptasks is None else self.ptasks.load(machine)
 
     # ------------------------------------------------------------------ submitters
     def _submitter_collect(self, s: _Submitter, first: bool) -> None:
@@ -554,6 +576,8 @@ class Simulator(DecisionsMixin):
     def _record(self, job: Job) -> None:
         """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent."""
         self.tracer.write_job(job)
+        if job.state == WALLTIME and self.ptasks is not None and self.ptasks.actions:
+            self.zombies_done.append(job)
         if self.gc:
             self.to_delete.append(job)
         if self.on_progress is not None and self.tracer.nb_jobs % 1024 == 0:

@@ -234,13 +234,13 @@ def resolve_composed(profiles: dict[str, Profile], where: str, names: Any = None
     profiles of ``profiles``; they become its ``subs``.  A profile that contains itself is refused (Batsim
     would recurse until it crashes)."""
     chosen = [profiles[n] for n in names] if names is not None else list(profiles.values())
+    chosen = [prof for prof in chosen if prof.type == "composed"]
     for prof in chosen:
-        if prof.type == "composed":
-            for sub in prof.seq:
-                if sub not in profiles:
-                    raise InputError(f"invalid composed profile '{prof.name}': the used profile '{sub}' does not "
-                                     "exist (Batsim aborts)", where)
-            prof.subs = tuple(profiles[sub] for sub in prof.seq)
+        for sub in prof.seq:
+            if sub not in profiles:
+                raise InputError(f"invalid composed profile '{prof.name}': the used profile '{sub}' does not "
+                                 "exist (Batsim aborts)", where)
+        prof.subs = tuple(profiles[sub] for sub in prof.seq)
     for prof in chosen:
         path = [prof]
         stack = [iter(prof.subs)]
@@ -310,7 +310,7 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
     if pname not in profiles:
         raise InputError(ctx + f"profile '{pname}' does not exist in workload '{workload}'", where)
     prof = profiles[pname]
-    if prof.type == "parallel" and res != len(prof.cpu):
+    if prof.cpu and res != len(prof.cpu):          # a parallel profile: one rank per resource
         raise InputError(ctx + f"requests {res} resources but its parallel profile '{pname}' has {len(prof.cpu)} "
                          "(Batsim aborts)", where)
     if check_names:
@@ -365,8 +365,8 @@ def load_workload(path: str | Path, name: str) -> Workload:
         seen.add(job.id)
         jobs.append(job)
     resolve_composed(profiles, where)
-    used = set()
-    todo = [j.prof for j in jobs]
+    used = {j.profile for j in jobs}
+    todo = [sub for n in used for sub in profiles[n].subs]
     while todo:                      # a composed profile keeps the profiles of its sequence
         prof = todo.pop()
         if prof.name not in used:
