@@ -14,7 +14,10 @@ Batsim performs are provided: conversions from and to ``double``, ``+``, ``-``, 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 LD = tuple[int, int]
 ZERO: LD = (0, 0)
@@ -96,6 +99,8 @@ def to_float(a: LD) -> float:
 
 
 def to_fraction(a: LD) -> Fraction:
+    from fractions import Fraction  # used by fmt (-E outputs) and checks: not imported with the engine
+
     m, e = a
     return Fraction(m) * (Fraction(2) ** e)
 

@@ -576,7 +576,7 @@ class Simulator(DecisionsMixin):
     def _record(self, job: Job) -> None:
         """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent."""
         self.tracer.write_job(job)
-        if job.state == WALLTIME and self.ptasks is not None and self.ptasks.actions:
+        if self.ptasks is not None and job.state == WALLTIME and self.ptasks.actions:
             self.zombies_done.append(job)
         if self.gc:
             self.to_delete.append(job)
