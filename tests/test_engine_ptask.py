@@ -21,8 +21,6 @@ from batfeed.errors import InputError
 def _action(system: System, *elems: tuple[Constraint, float], latency: float = 0.0,
             cpu_bound: float = DBL_MAX) -> Action:
     act = Action([[c, w, None] for c, w in elems], latency, DBL_MAX, cpu_bound)
-    for e in act.elems:
-        e[2] = act
     system.start(act)
     return act
 

@@ -60,7 +60,6 @@ class EnergySimulator(SwitchesMixin, Simulator):
         self.tasks: dict[int, tuple[Job, dict[int, list[float]], Any, tuple]] = {}
         self.host_tasks: dict[int, list[int]] = {}
         self.job_tasks: dict[str, list[int]] = {}
-        self.ended_values: dict[int, float] = {}        # id(Action) -> its value when ptask.System removed it
         self.running_switches: list[_Switch] = []
         self.recorded: list[Job] = []   # jobs written since the last message, with a task still running
         self.start_updates = 0      # energy updates (simcalls) of the executors started by the last decisions
@@ -82,28 +81,12 @@ class EnergySimulator(SwitchesMixin, Simulator):
             _, weights, rate, _ = self.tasks[key]
             if rate.__class__ is float:
                 value = rate
-            elif rate.penalty > 0:
+            else:       # 0 in its latency (disabled); once removed by ptask.System, its last value
                 value = rate.value
-            else:       # in its latency (disabled), or just removed by ptask.System: its last value
-                value = self.ended_values.get(id(rate), 0.0)
             for w in weights[h]:
                 if w > 0:
                     u += w * value
         return u
-
-    def ptask_system(self) -> Any:
-        system = super().ptask_system()
-        if "remove" not in vars(system):
-            # TEMPORARY, until ptask.System keeps an ended action's value: SimGrid's energy update at the
-            # task's end (CpuAction::on_state_change) still sees its load
-            remove = system.remove
-
-            def remove_keeping_value(act: Any) -> None:
-                if act.penalty > 0:
-                    self.ended_values[id(act)] = act.value
-                remove(act)
-            system.remove = remove_keeping_value
-        return system
 
     def _sleep(self, duration: float, kind: int, payload: Any, rate: Any = 0.0) -> None:
         if rate and (kind == T_END or kind == T_STEP):    # a job's parallel task starts
@@ -142,8 +125,6 @@ class EnergySimulator(SwitchesMixin, Simulator):
             keys.remove(key)
             for h in weights:
                 self.host_tasks[h].remove(key)
-            if rate.__class__ is not float:
-                self.ended_values.pop(id(rate), None)
         if not keys:
             del self.job_tasks[job.id]
 

@@ -56,6 +56,8 @@ class Action:
     __slots__ = ("elems", "latency", "net_bound", "cpu_bound", "bound", "penalty", "value", "mu", "saturated")
 
     def __init__(self, elems: list[list[Any]], latency: float, net_bound: float, cpu_bound: float):
+        for e in elems:               # each element [constraint, weight, action] names its action
+            e[2] = self
         self.elems = elems
         self.latency = latency
         self.net_bound = net_bound
@@ -96,14 +98,13 @@ class System:
         resource (no bytes, distinct hosts on which no task of the system computes, and not ``shared``):
         then its rate is the constant :func:`constant_rate`."""
         n = len(hosts)
-        net = self.network
         pairs: list[tuple[Any, float, float]] = []     # (route's links, bytes, route's latency)
         latency = 0.0
-        if com and net is not None:
+        if com and self.network is not None:
             names = self.names
             for k, b in enumerate(com):
                 if b > 0:
-                    links, lat = net.route(names[hosts[k // n]], names[hosts[k % n]])
+                    links, lat = self._route(names[hosts[k // n]], names[hosts[k % n]])
                     latency = max(latency, lat)
                     pairs.append((links, b, lat))
         if (not shared and not any(links for links, _, _ in pairs) and len(set(hosts)) == n and not latency
@@ -118,25 +119,33 @@ class System:
         lat_bound = 0.0                        # calculate_network_bound: max(latency x bytes)
         for links, b, lat in pairs:
             lat_bound = max(lat_bound, lat * b)
-            for link in links:
-                cnst = self.links.get(link.name)
-                if cnst is None:
-                    cnst = self.links[link.name] = Constraint(link.bandwidth, link.fatpipe)
-                for e in elems:
-                    if e[0] is cnst:
-                        e[1] = max(e[1], b) if cnst.fatpipe else e[1] + b
-                        break
-                else:
-                    elems.append([cnst, b, None])
+            self._expand(elems, links, b)
         net_bound = TCP_GAMMA / (2.0 * lat_bound) if lat_bound > 0 else DBL_MAX
         cpu_bound = DBL_MAX
         for i in range(n):
             if flops[i] > 0:
                 cpu_bound = min(cpu_bound, self.speeds[hosts[i]] / flops[i])
-        act = Action(elems, latency, net_bound, cpu_bound)
-        for e in elems:
-            e[2] = act
-        return act
+        return Action(elems, latency, net_bound, cpu_bound)
+
+    def _route(self, src: str, dst: str) -> tuple[Any, float]:
+        got = self._routes.get((src, dst))
+        if got is None:
+            got = self._routes[(src, dst)] = self.network.route(src, dst)
+        return got
+
+    def _expand(self, elems: list[list[Any]], links: Any, b: float) -> None:
+        """``System::expand`` of ``b`` bytes on each link of a route: one element per link constraint, the
+        bytes added (a FATPIPE link keeps the largest)."""
+        for link in links:
+            cnst = self.links.get(link.name)
+            if cnst is None:
+                cnst = self.links[link.name] = Constraint(link.bandwidth, link.fatpipe)
+            for e in elems:
+                if e[0] is cnst:
+                    e[1] = max(e[1], b) if cnst.fatpipe else e[1] + b
+                    break
+            else:
+                elems.append([cnst, b, None])
 
     def message(self, src: str, dst: str) -> Action | None:
         """The 1-byte message from host ``src`` to ``dst`` as an ``L07Action`` (``NetworkL07Model::communicate``)
@@ -145,28 +154,12 @@ class System:
         net = self.network
         if net is None or not self.actions:
             return None
-        got = self._routes.get((src, dst))
-        if got is None:
-            got = self._routes[(src, dst)] = net.route(src, dst)
-        links, lat = got
+        links, lat = self._route(src, dst)
         if not any((c := self.links.get(link.name)) is not None and c.users for link in links):
             return None
         elems: list[list[Any]] = []
-        for link in links:
-            cnst = self.links.get(link.name)
-            if cnst is None:
-                cnst = self.links[link.name] = Constraint(link.bandwidth, link.fatpipe)
-            for e in elems:
-                if e[0] is cnst:
-                    if not cnst.fatpipe:
-                        e[1] += 1.0
-                    break
-            else:
-                elems.append([cnst, 1.0, None])
-        act = Action(elems, lat, TCP_GAMMA / (2.0 * lat) if lat > 0 else DBL_MAX, DBL_MAX)
-        for e in elems:
-            e[2] = act
-        return act
+        self._expand(elems, links, 1.0)
+        return Action(elems, lat, TCP_GAMMA / (2.0 * lat) if lat > 0 else DBL_MAX, DBL_MAX)
 
     def start(self, act: Action) -> None:
         """The action enters the system (its latency first, disabled)."""
@@ -191,7 +184,8 @@ class System:
         self._enable(act)
 
     def remove(self, act: Action) -> None:
-        """The action ended or was cancelled: its elements leave their constraints."""
+        """The action ended or was cancelled: its elements leave their constraints (its last value is kept, as
+        SimGrid's signals at the action's end still see it)."""
         if act in self.actions:
             self.actions.remove(act)
             for e in act.elems:
@@ -199,7 +193,7 @@ class System:
             if act.penalty > 0:
                 for e in act.elems:
                     e[0].enabled.remove(e)
-            act.penalty = act.value = 0.0
+            act.penalty = 0.0         # its value stays: what its hosts delivered until now (energy reads it)
             self.dirty = True
 
     # -- solving --------------------------------------------------------------------------------------
