@@ -173,6 +173,8 @@ def simulate_jobs(jobs: Any, nb_machines: int, scheduler: str | Any = "easy", op
     ev_list = [_event(e, k, plat.nb_compute, cfg) for k, e in enumerate(events)]
     ev_list.sort(key=lambda e: (e.timestamp, {"machine_available": 0, "machine_unavailable": 1}.get(e.type, 2)))
     sim = Simulator(plat, workloads, [ev_list] if ev_list else [], cfg, has_events_files=bool(ev_list))
+    if not workloads:          # the user model's jobs: kept by the tracer for the frame (else the workload's)
+        sim.tracer.jobs = []
     result = sim.run(in_process_driver(sched, driver), export)
     frame = results_frame(result, sim, workloads[0].jobs if workloads else None)
     frame.attrs["batfeed"] = {
@@ -217,6 +219,9 @@ def _event(e: Mapping[str, Any], k: int, nb: int, cfg: EngineConfig) -> External
 def results_frame(result: SimulationResult, sim: Simulator, order: list[Job] | None = None) -> pd.DataFrame:
     """Per-job results (Batsim's ``_jobs.csv`` columns, floats) in ``order`` (default: completion order)."""
     jobs = order if order is not None else result.tracer.jobs
+    if jobs is None:
+        raise BatfeedError("results_frame: give the jobs (order=...) or keep them in the run "
+                           "(sim.tracer.jobs = [] before sim.run)")
     nan = float("nan")
     cols: dict[str, list[Any]] = {c: [] for c in RESULT_COLUMNS}
     for j in jobs:

@@ -11,6 +11,11 @@ command on a one-job trace (the baseline: interpreter and imports).  Prints, per
 peak RSS (MB), the jobs read (from the conversion report) and bytes per job, both peak RSS / jobs and
 (peak RSS - baseline) / jobs, the memory that grows with the trace.
 
+``--simulate PLATFORM WORKLOAD``: measures ``batfeed simulate PLATFORM WORKLOAD --scheduler S -o TMP/run``
+instead (``--scheduler``, default easy): peak RSS and bytes per job (jobs from ``_schedule.csv``); the
+finished jobs' rows are streamed to ``_jobs.csv`` (docs/engine.md), so what remains is the loaded
+workload and platform, the scheduler and the engine's job table.
+
 :func:`measure` is reusable for any command, e.g. ``batfeed simulate``::
 
     from benchmarks.memory import measure
@@ -72,12 +77,30 @@ def convert(trace: Path, extra: list[str], work: Path) -> dict[str, float]:
     return {"wall_s": wall, "peak_rss_bytes": peak, "baseline_rss_bytes": base, "jobs": jobs}
 
 
+def simulate(platform: str, workload: str, scheduler: str, extra: list[str]) -> int:
+    """Measure ``batfeed simulate`` and print peak RSS and bytes per job."""
+    with tempfile.TemporaryDirectory(prefix="batfeed-memory-") as tmp:
+        prefix = Path(tmp) / "run"
+        wall, peak = measure([*batfeed_command(), "simulate", platform, workload, "--scheduler", scheduler,
+                              "--no-progress", "-o", str(prefix), *extra])
+        head, row = (prefix.with_name("run_schedule.csv")).read_text().splitlines()[:2]
+        jobs = int(dict(zip(head.split(","), row.split(","), strict=True))["nb_jobs"]) or 1
+    print(f"simulate {Path(workload).name} --scheduler {scheduler} {' '.join(extra)}".rstrip())
+    print(f"  jobs            {jobs:>12,}\n  wall time       {wall:>12.2f} s")
+    print(f"  peak RSS        {peak / (1024 * 1024):>12.1f} MB\n  bytes per job   {peak / jobs:>12,.0f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared data directory (default ../shared/data)")
     ap.add_argument("--trace", help=f"SWF trace to convert (default DATA/{CURIE})")
     ap.add_argument("extra", nargs="*", help="more 'batfeed convert swf' options (after --)")
+    ap.add_argument("--simulate", nargs=2, metavar=("PLATFORM", "WORKLOAD"), help="measure batfeed simulate")
+    ap.add_argument("--scheduler", default="easy", help="scheduler of --simulate (default easy)")
     args = ap.parse_args()
+    if args.simulate:
+        return simulate(*args.simulate, args.scheduler, args.extra)
     trace = Path(args.trace) if args.trace else Path(args.data) / CURIE
     if not trace.exists():
         print(f"convert: skipped, {trace} not found (give --data DIR or --trace FILE)")

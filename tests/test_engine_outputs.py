@@ -226,6 +226,20 @@ def test_only_parallel_homogeneous_total_may_use_another_allocation_size(tmp_pat
         run([wl], Scripted({0: [execute("w0!1", "0-1")]}))
 
 
+
+def test_jobs_csv_is_streamed_and_an_aborted_run_leaves_no_partial_file(tmp_path):
+    # job 1 finishes (its row is written at 10) before job 2's EXECUTE_JOB aborts the run at 20
+    wl = write_workload(tmp_path, [job(1, 0, 1, "p"), job(2, 20, 4, "ph")], {"p": delay(10), "ph": ph(1e9)})
+    old = tmp_path / "out_jobs.csv"
+    old.write_text("an older run\n")
+    with pytest.raises(ProtocolError, match="allocation 0-1 has 2 machines"):
+        run([wl], Scripted({0: [execute("w0!1", "0")], 20: [execute("w0!2", "0-1")]}), export=tmp_path / "out")
+    assert old.read_text() == "an older run\n" and not (tmp_path / "out_jobs.csv.part").exists()
+    result, _ = run([wl], Scripted({0: [execute("w0!1", "0")], 20: [execute("w0!2", "0-3")]}),
+                    export=tmp_path / "out")
+    assert [r["job_id"] for r in jobs_rows(result.jobs_csv)] == ["1", "2"] and result.tracer.jobs is None
+    assert not (tmp_path / "out_jobs.csv.part").exists()
+
 HETEROGENEOUS = """<?xml version='1.0'?>
 <!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
 <platform version="4.1">

@@ -13,7 +13,7 @@ import importlib
 from typing import Any
 
 _WHERE = {"run_campaign": "core", "CampaignInterrupted": "core", "output_dir": "core", "load_spec": "spec",
-          "Campaign": "spec", "CampaignError": "spec", "WALL_CLOCK_COLUMNS": "table"}
+          "Campaign": "model", "CampaignError": "model", "WALL_CLOCK_COLUMNS": "table"}
 
 __all__ = sorted(_WHERE)
 

@@ -14,7 +14,8 @@ import pandas as pd
 from batfeed.campaign.execute import RunTask, run_dask, run_local, utc_now
 from batfeed.campaign.expand import Run, expand
 from batfeed.campaign.inputs import Converted, convert_trace, platform_path
-from batfeed.campaign.spec import Campaign, CampaignError, load_spec
+from batfeed.campaign.model import Campaign, CampaignError
+from batfeed.campaign.spec import load_spec
 from batfeed.campaign.store import (
     clean_partial,
     forget,

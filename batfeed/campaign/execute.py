@@ -100,8 +100,8 @@ def _supported(name: str) -> bool:
 
 
 def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
+    from batfeed.campaign.columns import flatten
     from batfeed.campaign.inputs import derived_workload, shaken_workload
-    from batfeed.campaign.table import flatten
     from batfeed.metrics import compute_metrics
     from batfeed.runner import run_simulation
 
@@ -138,8 +138,8 @@ def _non_rb_metrics(task: RunTask, workload: str, tmp: Path) -> dict[str, Any]:
     report RB experiments (models.md §E), prefixed ``non_rb.``; ``non_rb.nb_rb_jobs`` counts those left out."""
     import pandas as pd
 
+    from batfeed.campaign.columns import flatten
     from batfeed.campaign.inputs import read_workload
-    from batfeed.campaign.table import flatten
     from batfeed.metrics import compute_metrics
 
     rb = {str(j["id"]) for j in read_workload(workload)["jobs"] if j.get("resampled_rb")}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batfeed.campaign.checks import combinations
-from batfeed.campaign.spec import (
+from batfeed.campaign.grids import combinations
+from batfeed.campaign.model import (
     Campaign,
     CampaignError,
     Checker,

@@ -25,8 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from batfeed.campaign.checks import filters
+from batfeed.campaign.expand import file_sha256
 from batfeed.campaign.jsonfile import read_json
-from batfeed.campaign.spec import MAX_HOSTS, PlatformSpec, TraceSpec
+from batfeed.campaign.model import MAX_HOSTS, PlatformSpec, TraceSpec
 from batfeed.errors import BatfeedError
 
 Note = Callable[[str], None]
@@ -120,7 +122,7 @@ def convert_trace(trace: TraceSpec, key: str, inputs: Path, note: Note = _quiet)
     try:
         info = _convert_swf(trace, tmp) if trace.format == "swf" else _convert_json(trace, tmp)
         info.update(trace=str(trace.path), name=trace.name, format=trace.format, options=trace.convert)
-        info["sha256"] = {name: _sha256(tmp / name) for name in (info["workload"], info.get("platform")) if name}
+        info["sha256"] = {name: file_sha256(tmp / name) for name in (info["workload"], info.get("platform")) if name}
         (tmp / CONVERSION).write_text(json.dumps(info, indent=2, default=str) + "\n", encoding="utf-8")
         try:
             os.rename(tmp, final)
@@ -130,12 +132,6 @@ def convert_trace(trace: TraceSpec, key: str, inputs: Path, note: Note = _quiet)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return _converted(final, json.loads(meta.read_text(encoding="utf-8")))
-
-
-def _sha256(path: Path) -> str:
-    from batfeed.campaign.expand import file_sha256
-
-    return file_sha256(path)
 
 
 def conversion_problem(folder: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -159,7 +155,7 @@ def conversion_problem(folder: Path) -> tuple[dict[str, Any] | None, str | None]
         path = folder / name
         if not path.is_file():
             return None, f"{path}: missing (named by {CONVERSION})"
-        if sums is not None and sums.get(name) != _sha256(path):
+        if sums is not None and sums.get(name) != file_sha256(path):
             return None, f"{path}: not the file converted (its SHA-256 differs from {CONVERSION}'s)"
     if sums is None:
         problem = workload_problem(folder / info["workload"])
@@ -175,7 +171,6 @@ def _converted(folder: Path, info: dict[str, Any]) -> Converted:
 
 def _convert_swf(trace: TraceSpec, out: Path) -> dict[str, Any]:
     from batfeed.adapters.swf import convert_swf
-    from batfeed.campaign.checks import filters
 
     opts = dict(trace.convert)
     name = opts.pop("filter", None)
@@ -312,7 +307,7 @@ def _cached(dest: Path, note: Note) -> bool:
     except (OSError, UnicodeDecodeError):
         recorded = None
     if recorded is not None:
-        if recorded == _sha256(dest):
+        if recorded == file_sha256(dest):
             return True
         problem: str | None = f"{dest}: not the workload made here (its SHA-256 differs from {side.name}'s)"
     else:
@@ -329,7 +324,7 @@ def _cached(dest: Path, note: Note) -> bool:
 def _seal(dest: Path) -> Path:
     """Record ``dest``'s SHA-256 beside it (``dest.sha256``, atomically), for :func:`_cached`."""
     with _atomic(dest.with_name(dest.name + ".sha256")) as tmp:
-        tmp.write_text(_sha256(dest) + "\n", encoding="utf-8")
+        tmp.write_text(file_sha256(dest) + "\n", encoding="utf-8")
     return dest
 
 

@@ -5,24 +5,28 @@ seeds and metrics (``docs/campaign.md``).  :func:`load_spec` returns a :class:`C
 :class:`CampaignError`, one line naming the file and the key::
 
     campaign.toml: schedulers[1].options.policy: must be a queue policy (FCFS, ...), got "SQX" (did you mean "SQF"?)
+
+The entries and the :class:`Campaign` they make are :mod:`batfeed.campaign.model`'s; the checks of each
+part are :mod:`~batfeed.campaign.checks` (traces, platforms), :mod:`~batfeed.campaign.grids` (schedulers
+and user models), :mod:`~batfeed.campaign.weekly` (validate runs) and :func:`~batfeed.campaign.expand.check_exclude`.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
 import json
-import math
 import os
-import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from batfeed.errors import BatfeedError
+from batfeed.campaign.checks import check_platforms, check_traces
+from batfeed.campaign.columns import metric_names
+from batfeed.campaign.expand import check_exclude
+from batfeed.campaign.grids import check_schedulers, check_users
+from batfeed.campaign.model import Campaign, CampaignError, Checker, at, close
 
 TOP_KEYS = ("name", "description", "output", "traces", "platforms", "schedulers", "users", "seeds", "metrics",
             "tau", "window", "exclude", "validate")
@@ -30,154 +34,6 @@ DEFAULT_METRICS = ("nb_jobs", "nb_rejected", "nb_killed", "nb_walltime", "wait.m
                    "bounded_slowdown.mean", "bounded_slowdown.max", "utilisation", "makespan", "throughput_per_hour")
 USER_METRICS = ("lateness.mean_s", "lateness.relative", "lateness.delta_s")   # added when a run has a user model
 MAX_SEED = 2**63 - 1                # the table's seed column is int64
-MAX_SHAKE = 1e9                     # s (31 years): beyond, the shaken times swamp the run times (and memory)
-MAX_WEEKS = 10_000                  # resample_weeks (192 years)
-MAX_HOSTS = 10_000_000              # hosts of a generated platform (nb_machines, scale)
-
-
-class CampaignError(BatfeedError, ValueError):
-    """A campaign file that cannot be run (one line: file, key, reason)."""
-
-
-@dataclass(frozen=True)
-class TraceSpec:
-    """One trace entry: ``convert`` holds the conversion options (SWF: :func:`convert_swf`'s; JSON:
-    ``max_jobs``), ``shake`` the input-shaking amplitude in seconds (0: off), ``resample_weeks`` the
-    length of a weekly user resample of the converted trace, one per seed (0: off)."""
-
-    name: str
-    path: Path
-    format: str
-    convert: dict[str, Any]
-    shake: float = 0.0
-    resample_weeks: int = 0
-    resample_method: str = "weekly"     # "weekly" (adapters/resample.py) or "users" (users/zf_resample.py)
-    resample_load: float = 1.0          # load factor f of the "users" method
-    resample_rb_npw: float = 0.0        # rare-behaviour arrivals per week of the "users" method (flurries)
-
-
-@dataclass(frozen=True)
-class PlatformSpec:
-    """``kind``: "trace" (the conversion's), "scale" (its size × value), "nb_machines" or "xml"."""
-
-    name: str
-    kind: str
-    value: Any = None
-    events: tuple[Path, ...] = ()
-
-
-@dataclass(frozen=True)
-class SchedulerSpec:
-    """``name`` as written (the table's ``scheduler``), ``target`` what runs it (a resolved .py path
-    for a file), ``grid`` option name -> alternatives, ``specs`` the option specs when batfeed knows them."""
-
-    name: str
-    target: str
-    grid: dict[str, list[Any]]
-    specs: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class UsersSpec:
-    """``model`` None: no user model (the trace is a static workload)."""
-
-    model: str | None
-    grid: dict[str, list[Any]]
-    specs: Mapping[str, Any] | None
-
-
-@dataclass
-class Campaign:
-    """A checked campaign; ``source`` names it in messages, ``base`` resolves its relative paths."""
-
-    name: str
-    source: str
-    base: Path
-    traces: list[TraceSpec]
-    platforms: list[PlatformSpec]
-    schedulers: list[SchedulerSpec]
-    users: list[UsersSpec]
-    seeds: list[int]
-    metrics: list[str]
-    tau: float = 10.0
-    window: tuple[float, float] | None = None
-    exclude: list[dict[str, list[Any]]] = field(default_factory=list)
-    output: Path | None = None
-    text: str = ""                  # the file as written (copied into the campaign directory)
-    suffix: str = ".json"
-    sha256: str = ""
-    validate: dict[str, Any] | None = None    # weekly validation runs (weekly.py): weeks, plots
-
-
-def at(*parts: str | int) -> str:
-    """``schedulers[1].options.policy`` from ("schedulers", 1, "options", "policy")."""
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out
-
-
-def close(name: str, known: list[str] | tuple[str, ...]) -> str:
-    """`` (did you mean 'x'?)`` or ""."""
-    hit = difflib.get_close_matches(str(name), list(known), 1)
-    return f" (did you mean '{hit[0]}'?)" if hit else ""
-
-
-class Checker:
-    """Raises :class:`CampaignError` prefixed with the spec's source and a key path."""
-
-    def __init__(self, source: str, base: Path):
-        self.source, self.base = source, base
-
-    def fail(self, where: str, message: str) -> CampaignError:
-        return CampaignError(f"{self.source}: {where}: {message}" if where else f"{self.source}: {message}")
-
-    def keys(self, data: Mapping[str, Any], known: tuple[str, ...] | list[str], where: str,
-             what: str = "key") -> None:
-        for key in data:
-            if key not in known:
-                raise self.fail(at(where, str(key)) if where else str(key),
-                                f"unknown {what}{close(str(key), known)}; known: {', '.join(known)}")
-
-    def mapping(self, value: Any, where: str) -> dict[str, Any]:
-        if not isinstance(value, Mapping):
-            raise self.fail(where, f"must be a table (mapping), got {json.dumps(value, default=str)}")
-        return dict(value)
-
-    def entries(self, value: Any, where: str, allow_scalar: bool = True) -> list[Any]:
-        """A list of entries; a lone entry (string or table) counts as a list of one."""
-        if isinstance(value, list):
-            if not value:
-                raise self.fail(where, "must not be empty")
-            return value
-        if allow_scalar and isinstance(value, str | Mapping | int | float) and not isinstance(value, bool):
-            return [value]
-        raise self.fail(where, f"must be a list, got {json.dumps(value, default=str)}")
-
-    def number(self, value: Any, where: str, minimum: float = 0.0, above: bool = False,
-               integer: bool = False, maximum: float | None = None) -> float:
-        """A finite number (an integer when ``integer``) >= ``minimum`` (> with ``above``), <= ``maximum``."""
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        ok = ok and (value > minimum if above else value >= minimum) and (not integer or float(value).is_integer())
-        if not ok or maximum is not None and value > maximum:
-            infinite = isinstance(value, float) and not math.isfinite(value)
-            kind = "an integer" if integer else "a finite number" if infinite else "a number"
-            bounds = [f"{'>' if above else '>='} {minimum:g}"] if math.isfinite(minimum) else []
-            bounds += [f"<= {int(maximum) if float(maximum).is_integer() else maximum}"] if maximum is not None else []
-            raise self.fail(where, f"must be {' '.join([kind, ' and '.join(bounds)]).strip()}, "
-                                   f"got {json.dumps(value, default=str)}")
-        return int(value) if integer else float(value)
-
-    def path(self, value: Any, where: str) -> Path:
-        if not isinstance(value, str) or not value:
-            raise self.fail(where, f"must be a file path, got {json.dumps(value, default=str)}")
-        path = Path(os.path.expandvars(os.path.expanduser(value)))
-        path = path if path.is_absolute() else self.base / path
-        if not path.is_file():
-            unset = sorted(set(re.findall(r"\$\{?(\w+)", str(path))))
-            why = f" (environment variable {', '.join(unset)} not set)" if unset else ""
-            raise self.fail(where, f"no such file: {path}{why}")
-        return path.resolve()
 
 
 class DuplicateKey(Exception):
@@ -251,8 +107,6 @@ def read_text(path: Path) -> tuple[dict[str, Any], str]:
 def load_spec(spec: str | Path | Mapping[str, Any], base: str | Path | None = None) -> Campaign:
     """Read and check a campaign: a TOML/YAML file, or a mapping (then relative paths are relative to
     ``base``, default the current directory).  Nothing is run or written."""
-    from batfeed.campaign.checks import check_platforms, check_schedulers, check_traces, check_users
-
     if isinstance(spec, Mapping):
         data, text, source, suffix = dict(spec), json.dumps(spec, indent=2, default=str), "campaign spec", ".json"
         root = Path(base) if base is not None else Path.cwd()
@@ -296,8 +150,6 @@ def load_spec(spec: str | Path | Mapping[str, Any], base: str | Path | None = No
                     schedulers=schedulers, users=users, seeds=seeds, metrics=metrics, tau=tau, window=window,
                     output=None if output is None else c.base / os.path.expanduser(output), text=text, suffix=suffix,
                     sha256=hashlib.sha256(text.encode()).hexdigest(), validate=weekly)
-    from batfeed.campaign.expand import check_exclude
-
     camp.exclude = check_exclude(c, data.get("exclude", []), camp)
     return camp
 
@@ -311,24 +163,6 @@ def _window(c: Checker, value: Any) -> tuple[float, float] | None:
     if not t1 > t0:
         raise c.fail("window", f"must satisfy T0 < T1, got {value}")
     return t0, t1
-
-
-def metric_names() -> list[str]:
-    """Every scalar :func:`~batfeed.metrics.compute_metrics` value as a dotted name (``wait.mean``), and
-    each again as ``non_rb.NAME`` with ``non_rb.nb_rb_jobs`` (runs with ``resample_rb_npw``; NaN elsewhere)."""
-    import pandas as pd
-
-    from batfeed.campaign.table import flatten
-    from batfeed.metrics import compute_metrics
-
-    one = pd.DataFrame({"job_id": ["1"], "workload_name": ["w0"], "profile": ["p"], "submission_time": [0.0],
-                        "requested_number_of_resources": [1], "requested_time": [10.0], "success": [1],
-                        "final_state": ["COMPLETED_SUCCESSFULLY"], "starting_time": [0.0], "execution_time": [5.0],
-                        "finish_time": [5.0], "waiting_time": [0.0], "turnaround_time": [5.0], "stretch": [1.0],
-                        "allocated_resources": ["0"], "consumed_energy": [-1.0],
-                        "metadata": ["orig_subtime=0;user=1"]})
-    names = list(flatten(compute_metrics(one, nb_resources=1)))
-    return sorted(names + ["non_rb.nb_rb_jobs"] + [f"non_rb.{n}" for n in names])
 
 
 def _metrics(c: Checker, value: Any, with_users: bool) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from batfeed.campaign.execute import record_problem
 from batfeed.campaign.jsonfile import read_json
-from batfeed.campaign.spec import Campaign
+from batfeed.campaign.model import Campaign
 from batfeed.errors import BatfeedError
 
 MANIFEST = "campaign.json"

@@ -21,29 +21,14 @@ from typing import Any
 
 import pandas as pd
 
+from batfeed.campaign.columns import flatten
 from batfeed.campaign.execute import PREFIX
 from batfeed.campaign.expand import Run, spec_columns
-from batfeed.campaign.spec import Campaign
+from batfeed.campaign.model import Campaign
 
 WALL_CLOCK_COLUMNS = ("wall_s",)
-SKIP = ("source", "note", "per_user", "lateness.note", "nb_resources_from", "utilisation_window")
 
-__all__ = ["WALL_CLOCK_COLUMNS", "build_table", "flatten", "write_table"]
-
-
-def flatten(metrics: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Scalar values of a :func:`~batfeed.metrics.compute_metrics` result with dotted names
-    (``wait.mean``, ``lateness.delta_s``, ``by_state.REJECTED``); lists, notes and per-user details left out."""
-    out: dict[str, Any] = {}
-    for key, value in metrics.items():
-        name = f"{prefix}{key}"
-        if key in SKIP or name in SKIP:
-            continue
-        if isinstance(value, Mapping):
-            out.update(flatten(value, f"{name}."))
-        elif value is None or isinstance(value, str | int | float | bool):
-            out[name] = value
-    return out
+__all__ = ["WALL_CLOCK_COLUMNS", "build_table", "write_table"]
 
 
 def _metrics_of(record: dict[str, Any], camp: Campaign, run_dir: Path) -> dict[str, Any]:

@@ -9,14 +9,13 @@ scheduler checks) and the worker side (:func:`run_validate`: ``runs/KEY/errors.c
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from batfeed.campaign.spec import Checker, at, close
+from batfeed.campaign.model import Checker, at, close, show
 
 KEYS = ("weeks", "plots")
 MAUI_OPTIONS = ("config", "interval", "poll", "on_machine_down", "mechanics")   # the maui options a validate run takes
@@ -41,7 +40,7 @@ def check_validate(c: Checker, value: Any) -> dict[str, Any]:
     weeks = table.get("weeks")
     if weeks is not None:
         if not isinstance(weeks, str | int) or isinstance(weeks, bool):
-            raise c.fail("validate.weeks", f"must be a string of week ranges (\"1-5,29\"), got {_show(weeks)}")
+            raise c.fail("validate.weeks", f"must be a string of week ranges (\"1-5,29\"), got {show(weeks)}")
         try:
             parse_weeks(str(weeks), 1 << 30)
         except BatfeedError as err:
@@ -49,7 +48,7 @@ def check_validate(c: Checker, value: Any) -> dict[str, Any]:
         out["weeks"] = str(weeks)
     plots = table.get("plots", False)
     if not isinstance(plots, bool):
-        raise c.fail("validate.plots", f"must be true or false, got {_show(plots)}")
+        raise c.fail("validate.plots", f"must be true or false, got {show(plots)}")
     out["plots"] = plots
     return out
 
@@ -67,13 +66,9 @@ def check_metrics(c: Checker, value: Any) -> list[str]:
     names = c.entries(value, "metrics")
     for i, name in enumerate(names):
         if name not in METRICS:
-            raise c.fail(at("metrics", i), f"unknown metric for validate runs {_show(name)}{close(str(name), METRICS)}"
+            raise c.fail(at("metrics", i), f"unknown metric for validate runs {show(name)}{close(str(name), METRICS)}"
                                            f"; known: {', '.join(METRICS)}")
     return list(dict.fromkeys(names))
-
-
-def _show(value: Any) -> str:
-    return json.dumps(value, default=str)
 
 
 # --------------------------------------------------------------------------- worker

@@ -10,9 +10,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from batfeed.engine.config import EngineConfig, SimulationResult
 from batfeed.engine.events import load_event_lists
 from batfeed.engine.platform import load_platform
-from batfeed.engine.simulator import EngineConfig, SimulationResult, Simulator
+from batfeed.engine.simulator import Simulator
 from batfeed.engine.transport import InProcessTransport, ZmqTransport
 from batfeed.engine.workload import load_workload
 

@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 
 from batfeed.engine.clock import SimGridTimers
+from batfeed.engine.config import BATSIM_VERSION
 from batfeed.engine.cxx_unordered import unordered_order
 from batfeed.engine.executor import Executor
 from batfeed.engine.outputs import JobsTracer
 from batfeed.engine.platform import Platform
 from batfeed.engine.ptask import System
-from batfeed.engine.simulator import BATSIM_VERSION
 from batfeed.engine.workload import Job, Workload
 from batfeed.errors import InputError
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from batsim.batsim import Job as PyJob
 from procset import ProcInt, ProcSet
 
+from batfeed.engine.decisions import Decisions
 from batfeed.engine.kinds import (
     E_BEGINS,
     E_CALL,
@@ -34,7 +35,6 @@ from batfeed.engine.kinds import (
     E_SUBMITTED,
 )
 from batfeed.engine.messages import simulation_begins_data
-from batfeed.engine.protocol import DecisionsMixin
 from batfeed.engine.workload import SEP, Job, Profile, r6, round_json
 from batfeed.errors import ProtocolError
 
@@ -139,15 +139,7 @@ class DirectBatsim:
         """What pybatsim reads from SIMULATION_BEGINS (the machine lists are built on first use)."""
         sim = self._sim
         cfg = sim.config
-        self.batconf = {
-            "redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379, "redis-prefix": "default",
-            "profiles-forwarded-on-submission": cfg.forward_profiles_on_submission,
-            "dynamic-jobs-enabled": cfg.enable_dynamic_jobs,
-            "dynamic-jobs-acknowledged": cfg.acknowledge_dynamic_jobs,
-            "profile-reuse-enabled": cfg.enable_profile_reuse,
-            "sched-config": cfg.sched_config,
-            "forward-unknown-events": cfg.forward_unknown_events,
-        }
+        self.batconf = cfg.protocol_config()
         self.profiles = {w.name: {n: p.wire for n, p in w.profiles.items()} for w in sim.workloads.values()}
         self.workloads = {w.name: w.path for w in sim.workloads.values()}
         self.running_simulation = True
@@ -354,9 +346,9 @@ class DirectDriver:
 def rejected_job_id(decision: Any) -> str | None:
     """The job id of a direct-driver rejection decision (REJECT_JOB or CHANGE_JOB_STATE REJECTED)."""
     func = getattr(decision[1], "__func__", None)
-    if func is DecisionsMixin._do_reject:
+    if func is Decisions._do_reject:
         return decision[2][0].id
-    if func is DecisionsMixin._do_change_state and decision[2][1] == "REJECTED":
+    if func is Decisions._do_change_state and decision[2][1] == "REJECTED":
         return decision[2][0].id
     return None
 

@@ -188,7 +188,6 @@ class SwitchesMixin:
         if speed == self.speed[m]:
             return
         self.speed[m] = speed
-        self.homogeneous = len(set(self.speed)) <= 1
         if self.ptasks is not None:
             self.ptasks.capacities[m] = p.cores * speed
             cnst = self.ptasks.cpu.get(m)

@@ -1,15 +1,13 @@
-"""Batsim JSON messages: the engine's event tuples -> protocol events, and replies -> decisions.
-
-Used by every message transport (pybatsim in-process, ZeroMQ, test probes).  Event objects follow
-Batsim 4.2's ``JsonProtocolWriter`` (reference §3-§5); a reply is checked like Batsim's
-``JsonProtocolReader`` checks it (a number ``now``, an array ``events``, each event with a number
-``timestamp`` not after ``now``, a known ``type`` and an object ``data``).
+"""Batsim JSON messages: the engine's event tuples -> protocol events (Batsim 4.2's ``JsonProtocolWriter``,
+reference §3-§5), and :class:`MessageDriver`, which sends them through a message transport (pybatsim
+in-process, ZeroMQ, test probes) and reads the reply with :func:`batfeed.engine.protocol.parse_reply`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from batfeed.engine.decisions import Decisions
 from batfeed.engine.intervals import format_hyphen
 from batfeed.engine.kinds import (
     E_ANSWER,
@@ -24,20 +22,14 @@ from batfeed.engine.kinds import (
     E_STATE_CHANGED,
     E_SUBMITTED,
 )
-from batfeed.engine.protocol import MSG_HANDLERS
+from batfeed.engine.protocol import parse_reply
+from batfeed.engine.state import EngineState
 from batfeed.engine.workload import r6, round_json
-from batfeed.errors import ProtocolError
-
-if TYPE_CHECKING:
-    from batfeed.engine.simulator import Simulator
-
-_NUM = (int, float)
-_EMPTY: dict[str, Any] = {}
 
 
-def simulation_begins_data(sim: Simulator) -> dict[str, Any]:
+def simulation_begins_data(sim: EngineState) -> dict[str, Any]:
     """The ``data`` of SIMULATION_BEGINS (reference §3)."""
-    cfg, plat = sim.config, sim.platform
+    plat = sim.platform
 
     def res(h: Any) -> dict[str, Any]:
         props = dict(h.properties)
@@ -51,16 +43,7 @@ def simulation_begins_data(sim: Simulator) -> dict[str, Any]:
         "nb_storage_resources": len(plat.storage),
         "allow_compute_sharing": False,
         "allow_storage_sharing": True,
-        "config": {
-            "redis-enabled": False, "redis-hostname": "127.0.0.1", "redis-port": 6379,
-            "redis-prefix": "default",
-            "profiles-forwarded-on-submission": cfg.forward_profiles_on_submission,
-            "dynamic-jobs-enabled": cfg.enable_dynamic_jobs,
-            "dynamic-jobs-acknowledged": cfg.acknowledge_dynamic_jobs,
-            "profile-reuse-enabled": cfg.enable_profile_reuse,
-            "sched-config": cfg.sched_config,
-            "forward-unknown-events": cfg.forward_unknown_events,
-        },
+        "config": sim.config.protocol_config(),
         "compute_resources": [res(h) for h in plat.compute],
         "storage_resources": [res(h) for h in plat.storage],
         "workloads": {w.name: w.path for w in sim.workloads.values()},
@@ -68,7 +51,7 @@ def simulation_begins_data(sim: Simulator) -> dict[str, Any]:
     }
 
 
-def event_json(sim: Simulator, ev: tuple) -> dict[str, Any]:
+def event_json(sim: EngineState, ev: tuple) -> dict[str, Any]:
     """One engine event as a Batsim protocol event object (doubles with 6 decimals, like Batsim)."""
     kind, t = ev[0], r6(ev[1])
     if kind == E_SUBMITTED:
@@ -105,36 +88,6 @@ def event_json(sim: Simulator, ev: tuple) -> dict[str, Any]:
     raise AssertionError(f"unknown event kind {kind}")
 
 
-def parse_reply(sim: Simulator, reply: Any) -> tuple[float, list[tuple]]:
-    """A scheduler's reply -> (now, decisions ``(timestamp, handler, (data,))``), Batsim's checks."""
-    try:
-        events, now = reply["events"], reply["now"]
-        ok = isinstance(events, list) and isinstance(now, _NUM) and not isinstance(now, bool)
-    except (TypeError, KeyError):
-        ok = False
-    if not ok:
-        raise ProtocolError(f"malformed reply at t={sim.clock:f}: a message needs a number 'now' and an "
-                            f"array 'events' (got {str(reply)[:200]})")
-    now = float(now)
-    out = []
-    for ev in events:
-        try:
-            ts, kind, data = ev["timestamp"], ev["type"], ev["data"]
-            ok = isinstance(ts, _NUM) and not isinstance(ts, bool) and isinstance(data, dict)
-        except (TypeError, KeyError):
-            ok = False
-        if not ok:
-            raise ProtocolError(f"malformed event in reply at t={sim.clock:f}: each event needs a number "
-                                f"'timestamp', a string 'type' and an object 'data' (got {str(ev)[:200]})")
-        handler = MSG_HANDLERS.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            raise ProtocolError(f"unknown event type {kind!r} from the scheduler at t={sim.clock:f}")
-        if ts > now:
-            raise ProtocolError(f"{kind} has timestamp {ts} later than the reply's now ({now}) (Batsim aborts)")
-        out.append((float(ts), handler.__get__(sim), (data,)))
-    return now, out
-
-
 class MessageDriver:
     """Drives a message transport (anything with ``exchange(message: dict) -> dict`` and ``close()``)."""
 
@@ -144,7 +97,7 @@ class MessageDriver:
         self.transport = transport
         self.name = getattr(transport, "name", "messages")
 
-    def exchange(self, sim: Simulator, now: float, events: list[tuple]) -> tuple[float, list[tuple]]:
+    def exchange(self, sim: Decisions, now: float, events: list[tuple]) -> tuple[float, list[tuple]]:
         message = {"now": r6(now), "events": [event_json(sim, ev) for ev in events]}
         return parse_reply(sim, self.transport.exchange(message))
 

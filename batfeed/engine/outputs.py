@@ -10,7 +10,10 @@ the number of jobs *including* rejected ones, makespan measured from time 0.
 from __future__ import annotations
 
 import math
+import os
+from array import array
 from pathlib import Path
+from typing import TextIO
 
 from batfeed.engine.machines import COMPUTING, IDLE, UNAVAILABLE
 from batfeed.engine.workload import REJECTED, SUCCESS, Job
@@ -20,6 +23,9 @@ JOBS_COLUMNS = ("job_id", "workload_name", "profile", "submission_time", "reques
                 "waiting_time", "turnaround_time", "stretch", "allocated_resources", "consumed_energy",
                 "metadata")
 JOBS_HEADER = ",".join(JOBS_COLUMNS)
+# a row (%f is C++'s std::to_string(double), as fmt); one %-format is faster than an f-string of as many fields
+_ROW = '%s,%s,%s,%f,%s,%f,%s,%s,%f,%f,%f,%f,%f,%s,%s,%s,"%s"'
+_REJECTED_ROW = f'%s,%s,%s,%f,%s,%f,0,{REJECTED},,,,,,,,,"%s"'
 
 
 def cdiv(a: float, b: float) -> float:
@@ -39,70 +45,110 @@ def fmt(x: float) -> str:
 
 
 class JobsTracer:
-    """Collects the finished jobs (completion/rejection order) and the counts behind ``_schedule.csv``.
+    """Streams ``_jobs.csv`` (completion/rejection order) and keeps what ``_schedule.csv`` needs.
 
-    Rows are formatted only when a file is written (:meth:`write_jobs_csv`); in-memory runs read
-    :attr:`jobs` or :meth:`columns` instead.
+    Like Batsim's ``JobsTracer::write_job``, a finished job's row is formatted when it is written, into
+    ``PREFIX_jobs.csv.part`` (:meth:`open`), renamed ``PREFIX_jobs.csv`` by :meth:`finish` at the end of
+    the run (:meth:`discard` removes it when the run aborts). Besides the counts, only the waiting and
+    turnaround times and slowdowns of the finished jobs are kept (8 bytes each, for the exact means and
+    the maxima), so the engine can forget a finished job. Without a file, no row is formatted;
+    :attr:`jobs` (the finished jobs in order) is kept only when asked for (``keep_jobs``, in-memory runs
+    that have no other list of their jobs, :mod:`batfeed.api`).
     """
 
-    def __init__(self) -> None:
-        self.jobs: list[Job] = []
+    def __init__(self, keep_jobs: bool = False) -> None:
+        self.jobs: list[Job] | None = [] if keep_jobs else None
         self.nb_jobs = self.nb_finished = self.nb_success = self.nb_killed = self.nb_rejected = 0
         self.makespan = 0.0
-        # with -E, the consumed_energy column (job id -> "%Lf" text, batfeed.engine.energy); else -1 for all
+        self.waits, self.turnarounds, self.slowdowns = array("d"), array("d"), array("d")
+        # with -E, the consumed_energy column (job id -> "%Lf" text, batfeed.engine.energy), known before the
+        # job is written (its executor ends before JOB_COMPLETED reaches the server); else -1 for all
         self.energy: dict[str, str] | None = None
+        self._fh: TextIO | None = None
+        self.path: Path | None = None            # the PREFIX_jobs.csv being written (as .part until finish)
 
+    # ------------------------------------------------------------------ the stream
+    def open(self, path: str | Path) -> None:
+        """Start ``path`` (written as ``path.part``, renamed by :meth:`finish`) with the header."""
+        self.path = Path(path)
+        self._fh = open(self._part(), "w", encoding="utf-8", buffering=1 << 16)
+        self._fh.write(JOBS_HEADER + "\n")
+
+    def _part(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(self.path.name + ".part")
+
+    def finish(self) -> Path | None:
+        """Close the stream and give the file its name; returns it (None without a file)."""
+        if self._fh is None:
+            return None
+        fh, self._fh = self._fh, None
+        fh.close()
+        os.replace(self._part(), self.path)   # type: ignore[arg-type]
+        return self.path
+
+    def discard(self) -> None:
+        """An aborted run: close and remove the partial ``.part`` file (an older ``PREFIX_jobs.csv`` stays)."""
+        if self._fh is None:
+            return
+        fh, self._fh = self._fh, None
+        fh.close()
+        self._part().unlink(missing_ok=True)
+
+    def write_jobs_csv(self, path: str | Path) -> None:
+        """A ``_jobs.csv`` of the jobs written so far without a stream (its header only when none were)."""
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(JOBS_HEADER + "\n")
+            fh.writelines(self.row(job) + "\n" for job in self.jobs or ())
+
+    # ------------------------------------------------------------------ one finished job
     def write_job(self, job: Job) -> None:
-        self.jobs.append(job)
+        if self.jobs is not None:
+            self.jobs.append(job)
         self.nb_jobs += 1
         if job.state == REJECTED:
             self.nb_rejected += 1
-            return
-        self.nb_finished += 1
-        if job.state == SUCCESS:
-            self.nb_success += 1
         else:
-            self.nb_killed += 1
-        if job.runtime == 0:
-            job.runtime = 1e-5     # Batsim: "computed in null time. Putting epsilon instead."
-        finish = job.start + job.runtime
-        if finish > self.makespan:
-            self.makespan = finish
-
-    def rows(self):
-        """The ``_jobs.csv`` data lines, formatted like Batsim's JobsTracer::write_job."""
-        energy = self.energy
-        for job in self.jobs:
-            head = (f"{job.name},{job.workload},{job.profile},{job.subtime:f},{job.requested_resources},"
-                    f"{job.walltime:f},")
-            if job.state == REJECTED:
-                yield f'{head}0,{REJECTED},,,,,,,,,"{job.metadata}"'
-                continue
-            start, runtime, sub = job.start, job.runtime, job.subtime
+            self.nb_finished += 1
+            if job.state == SUCCESS:
+                self.nb_success += 1
+            else:
+                self.nb_killed += 1
+            if job.runtime == 0:
+                job.runtime = 1e-5     # Batsim: "computed in null time. Putting epsilon instead."
+            start, sub, runtime = job.start, job.subtime, job.runtime
             finish = start + runtime
-            turnaround = finish - sub
-            yield (f"{head}{1 if job.state == SUCCESS else 0},{job.state},{start:f},{runtime:f},{finish:f},"
-                   f"{start - sub:f},{turnaround:f},{fmt(cdiv(turnaround, runtime))},{job.alloc},"
-                   f"{'-1.000000' if energy is None else energy.get(job.id, '-1.000000')},"
-                   f'"{job.metadata}"')
+            if finish > self.makespan:
+                self.makespan = finish
+            t = finish - sub
+            self.waits.append(start - sub)
+            self.turnarounds.append(t)
+            self.slowdowns.append(t / runtime if runtime else cdiv(t, runtime))
+        if self._fh is not None:
+            self._fh.write(self.row(job) + "\n")
+        elif self.energy and self.jobs is None:       # -E without a file: nothing reads it
+            self.energy.pop(job.id, None)
 
-    def write_jobs_csv(self, path: str | Path) -> None:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(JOBS_HEADER + "\n")
-            for row in self.rows():
-                fh.write(row)
-                fh.write("\n")
-
-    def _finished(self) -> tuple[list[float], list[float], list[float]]:
-        waits, turns, slows = [], [], []
-        for job in self.jobs:
-            if job.state != REJECTED:
-                finish = job.start + job.runtime
-                waits.append(job.start - job.subtime)
-                t = finish - job.subtime
-                turns.append(t)
-                slows.append(cdiv(t, job.runtime))
-        return waits, turns, slows
+    def row(self, job: Job) -> str:
+        """The job's ``_jobs.csv`` data line, formatted like Batsim's JobsTracer::write_job."""
+        if job.state == REJECTED:
+            return _REJECTED_ROW % (job.name, job.workload, job.profile, job.subtime, job.requested_resources,
+                                    job.walltime, job.metadata)
+        start, runtime, sub = job.start, job.runtime, job.subtime
+        finish = start + runtime
+        turnaround = finish - sub
+        ivs = job.intervals
+        if len(ivs) == 1:                     # most jobs: Job.alloc without its generator
+            a, b = ivs[0]
+            alloc = f"{a}-{b}" if b > a else str(a)
+        else:
+            alloc = job.alloc
+        stretch = turnaround / runtime if runtime else cdiv(turnaround, runtime)
+        energy = self.energy
+        return _ROW % (job.name, job.workload, job.profile, sub, job.requested_resources, job.walltime,
+                       1 if job.state == SUCCESS else 0, job.state, start, runtime, finish, start - sub, turnaround,
+                       f"{stretch:f}" if stretch == stretch else fmt(stretch), alloc,
+                       "-1.000000" if energy is None else energy.pop(job.id, "-1.000000"), job.metadata)
 
     def schedule_values(self, *, nb_machines: int, machine_time: dict[str, float], version: str,
                         scheduling_time: float, simulation_time: float,
@@ -111,9 +157,9 @@ class JobsTracer:
         ``nb_machine_switches``, ``nb_grouped_switches``), whose ``machine_time`` has the sleeping and
         switching states too."""
         n = self.nb_jobs
-        waits, turnarounds, slowdowns = self._finished()
+        waits, turnarounds, slowdowns = self.waits, self.turnarounds, self.slowdowns
 
-        def mean(values: list[float]) -> float:
+        def mean(values: array[float]) -> float:
             return cdiv(math.fsum(values), n)
         values = {
             "batsim_version": version,
