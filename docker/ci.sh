@@ -154,6 +154,11 @@ host_py=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 [ "$base_py" = "$host_py" ] || fail "base image has Python $base_py, the host's python3 (wheelhouse) $host_py"
 
 # ------------------------------------------------------------------------- 3. the batfeed image
+# the compiled kernel (batfeed/_kernel, docs/kernel.md) is built on the host, whose Python has the
+# image's minor version (checked above): the image build has neither network nor compiler
+log "compiled kernel (scripts/bootstrap.sh)"
+scripts/bootstrap.sh > "$LOGS/bootstrap.log" 2>&1 || { show_tail "$LOGS/bootstrap.log"; fail "scripts/bootstrap.sh failed"; }
+log "$(.venv/bin/batfeed --version)"
 log "wheelhouse (docker/wheelhouse.sh)"
 "$HERE/wheelhouse.sh" > "$LOGS/wheelhouse.log" 2>&1 || { show_tail "$LOGS/wheelhouse.log"; fail "docker/wheelhouse.sh failed"; }
 log "$(tail -n 1 "$LOGS/wheelhouse.log")"

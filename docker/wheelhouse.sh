@@ -3,7 +3,8 @@
 #
 #   docker/wheelhouse.sh            -> docker/.build/wheelhouse/ (not committed; see .gitignore)
 #
-# requirements.txt is `uv export --frozen --no-dev` of uv.lock (exact versions and their hashes, the
+# requirements.txt is `uv export --frozen --no-dev --no-group kernel` of uv.lock (the kernel is compiled
+# on the host: docker/ci.sh) (exact versions and their hashes, the
 # pybatsim pyzmq override already applied); `pip download --no-deps --require-hashes` fetches them, plus
 # the project's build backend (setuptools, wheel: pinned below) for the editable install.  The build
 # runs `pip install --no-index --find-links /wheels`.  The download uses the project's own tools: the
@@ -25,7 +26,7 @@ if [ ! -x "$UV" ] || ! command -v "$PY" > /dev/null; then scripts/bootstrap.sh >
 "$PY" -m pip --version > /dev/null 2>&1 || "$PY" -m ensurepip --default-pip > /dev/null 2>&1 \
     || { echo "docker/wheelhouse.sh: $PY has no pip and ensurepip failed (set WHEELHOUSE_PYTHON to a Python with pip)" >&2; exit 1; }
 mkdir -p "$OUT"
-"$UV" export --frozen --no-dev --no-emit-project --format requirements-txt --quiet -o "$OUT/requirements.txt.new"
+"$UV" export --frozen --no-dev --no-group kernel --no-emit-project --format requirements-txt --quiet -o "$OUT/requirements.txt.new"
 # keep the file (and the build cache) unchanged when the lock did not change: drop uv's header comment
 grep -v '^#' "$OUT/requirements.txt.new" > "$OUT/requirements.txt.tmp" && rm "$OUT/requirements.txt.new"
 if cmp -s "$OUT/requirements.txt.tmp" "$OUT/requirements.txt"; then

@@ -380,7 +380,7 @@ def test_dockerfile_installs_the_lock_offline():
     froms = [a for w, a in ins if w == "FROM"]
     assert froms[-1] == "base" and words.index("COPY") > words.index("FROM")
     wheelhouse = (DOCKER / "wheelhouse.sh").read_text()
-    assert "export --frozen --no-dev --no-emit-project" in wheelhouse
+    assert "export --frozen --no-dev --no-group kernel --no-emit-project" in wheelhouse
     assert "pip download" in wheelhouse and "--require-hashes" in wheelhouse
     # non-root user, batfeed as the entry point
     user = [a for w, a in ins if w == "USER"]

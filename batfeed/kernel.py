@@ -1,0 +1,138 @@
+"""The compiled kernel: the hot modules compiled by Cython, the same ``.py`` files kept as the reference.
+
+The modules of :data:`MODULES` (the engine's event loop and state, the scheduling core) are plain
+Python.  ``python -m batfeed.kernel build`` (run by ``scripts/bootstrap.sh`` and the Docker image)
+compiles each of them, unchanged, with Cython into ``batfeed/_kernel/`` and records the SHA-256 of
+every source it compiled.  At run time a finder placed first on ``sys.meta_path`` loads the compiled
+module instead of the source when
+
+- ``BATFEED_PURE`` is unset or ``0`` and :func:`select` did not ask for the pure path, and
+- every compiled module is present and was built from the sources as they are now (one edited
+  ``.py`` and the whole kernel is set aside, with one warning line, until the next build).
+
+Otherwise every module is imported from its ``.py``: the pure-Python path, which the tests run too
+(``tests/test_kernel.py``; CI runs the conformance and equivalence tests with ``BATFEED_PURE=1``).
+Compilation does not change what the code computes: annotations are not used as C types
+(``annotation_typing=False``), so every value stays the Python object it is in the pure path.
+docs/kernel.md explains the choice (measured against other techniques) and how to work with it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+#: Modules compiled into the kernel: those measured to run faster compiled (docs/kernel.md, "What is
+#: compiled and why": compiled as they are, the engine and the EASY core run 1-4 % slower, since
+#: CPython 3.11's specialised attribute access beats Cython's generic one on untyped classes).
+MODULES: tuple[str, ...] = (
+    "batfeed.schedulers.compression",
+    "batfeed.schedulers.step_profile",
+    "batfeed.schedulers.steps",
+)
+
+DIR = Path(__file__).resolve().parent / "_kernel"
+ROOT = DIR.parent.parent              # the stamp's source paths are relative to it (repository or site-packages)
+STAMP = DIR / "build.json"
+ENV = "BATFEED_PURE"
+
+_choice: bool | None = None          # select(): True = pure, False = compiled, None = environment
+_state: dict[str, Any] | None = None  # decided once, when the first kernel module is imported
+
+
+def _digest(path: str | Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _read_stamp() -> dict[str, Any] | None:
+    import json
+
+    try:
+        return json.loads(STAMP.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _decide() -> dict[str, Any]:
+    """Which path this process uses, and why (computed once)."""
+    pure = _choice if _choice is not None else os.environ.get(ENV, "") not in ("", "0")
+    if pure:
+        why = f"{ENV}=1" if _choice is None else "batfeed.kernel.select(pure=True)"
+        return {"path": "pure", "why": why, "modules": {}}
+    stamp = _read_stamp()
+    if stamp is None:
+        return {"path": "pure", "why": "no compiled kernel (python -m batfeed.kernel build)", "modules": {}}
+    if stamp.get("python") != sys.implementation.cache_tag or set(stamp.get("modules", {})) != set(MODULES):
+        return {"path": "pure", "why": "compiled kernel built for another Python or module list: rebuild it",
+                "modules": {}, "warn": True}
+    files: dict[str, str] = {}
+    for name, rec in stamp["modules"].items():
+        so = DIR / rec["so"]
+        try:
+            fresh = so.is_file() and _digest(ROOT / rec["source"]) == rec["sha256"]
+        except OSError:
+            fresh = False
+        if not fresh:
+            return {"path": "pure", "warn": True, "modules": {},
+                    "why": f"compiled kernel is stale ({rec['source']} changed since it was built; "
+                           "scripts/bootstrap.sh rebuilds it)"}
+        files[name] = str(so)
+    return {"path": "compiled", "why": f"Cython {stamp.get('cython', '?')}", "modules": files}
+
+
+def state() -> dict[str, Any]:
+    """``{"path": "compiled" | "pure", "why": ..., "modules": {name: .so}}`` for this process."""
+    global _state
+    if _state is None:
+        _state = _decide()
+        if _state.pop("warn", False):
+            print(f"batfeed: warning: pure Python: {_state['why']}", file=sys.stderr)
+    return _state
+
+
+def describe() -> str:
+    """One line for ``batfeed --version``."""
+    s = state()
+    if s["path"] == "compiled":
+        return f"compiled kernel ({len(s['modules'])} modules, {s['why']})"
+    return f"pure Python ({s['why']})"
+
+
+def select(pure: bool) -> None:
+    """Choose the path for this process (the API form of ``BATFEED_PURE``); before any kernel import."""
+    global _choice, _state
+    loaded = [m for m in MODULES if m in sys.modules]
+    if loaded and (_state is None or (_state["path"] == "pure") != pure):
+        raise RuntimeError(f"batfeed.kernel.select() after {loaded[0]} was imported: call it first, "
+                           f"or set {ENV} in the environment")
+    _choice, _state = pure, None
+
+
+class _Finder:
+    """A ``sys.meta_path`` finder: the compiled module of a kernel module when :func:`state` says so
+    (only ``find_spec``; the imports it needs are made when a kernel module is first imported)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in _NAMES:
+            return None
+        so = state()["modules"].get(fullname)
+        if so is None:
+            return None
+        import importlib.machinery
+        import importlib.util
+
+        loader = importlib.machinery.ExtensionFileLoader(fullname, so)
+        return importlib.util.spec_from_file_location(fullname, so, loader=loader)
+
+
+_NAMES = frozenset(MODULES)
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (``batfeed/__init__.py`` calls it; idempotent)."""
+    if not any(isinstance(f, _Finder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Finder())
