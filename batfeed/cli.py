@@ -28,9 +28,8 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from batfeed.manifest import command_line
+    from batfeed.manifest import Prefetch, command_line
     from batfeed.outpaths import writable_prefix
-    from batfeed.runner import run_simulation
 
     if not args.workload and not args.enable_dynamic_jobs and not args.users:
         print("batfeed simulate: error: no workload: give workload files, or --enable-dynamic-jobs for a scheduler "
@@ -41,6 +40,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.energy:
         outputs += ("_consumed_energy.csv", "_pstate_changes.csv")
     writable_prefix(args.export, outputs, "-o/--output")
+    prefetch = Prefetch([args.platform, *args.workload, *(args.events or [])])    # while the engine is imported
+    from batfeed.runner import run_simulation
 
     result = run_simulation(
         args.platform, args.workload, scheduler=args.scheduler,
@@ -50,7 +51,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         profile_reuse=args.enable_profile_reuse, forward_profiles=args.forward_profiles_on_submission,
         forward_unknown=args.forward_unknown_events, sched_config=args.sched_cfg or "",
         master_host=args.master_host, mmax=args.mmax, users=args.users,
-        user_options=_user_options(args), timeout_s=args.timeout, call=command_line(args), energy=args.energy)
+        user_options=_user_options(args), timeout_s=args.timeout, call=command_line(args), energy=args.energy,
+        prefetch=prefetch)
     c = result.counts
     killed = c["completed_killed"] + c["completed_walltime_reached"] + c["completed_failed"]
     print(f"simulated {result.simulated_time:.0f} s in {result.wall_time:.2f} s wall ({result.messages} messages, "
@@ -218,23 +220,41 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def version_line() -> str:
-    """``batfeed 0.1.0 (pybatsim 3.2.1, Python 3.11.7)``."""
+    """``batfeed 0.1.0 (pybatsim 3.2.1, Python 3.11.7), compiled kernel (3 modules, Cython 3.3.1)``: the
+    last part says which path runs (``pure Python (BATFEED_PURE=1)``, …; batfeed/kernel.py)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from batfeed import __version__
+    from batfeed import __version__, kernel
 
     try:
         pybatsim = version("pybatsim")
     except PackageNotFoundError:
         pybatsim = "not installed"
-    return f"batfeed {__version__} (pybatsim {pybatsim}, Python {sys.version.split()[0]})"
+    return f"batfeed {__version__} (pybatsim {pybatsim}, Python {sys.version.split()[0]}), {kernel.describe()}"
+
+
+class _VersionAction(argparse.Action):
+    """argparse's ``version`` action with the line computed when ``--version`` is given, not each time the
+    parser is built (:func:`version_line` reads the installed packages' metadata)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, default: Any = argparse.SUPPRESS,
+                 help: str | None = None):
+        super().__init__(option_strings=option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        try:
+            sys.stdout.write(version_line() + "\n")      # one line, never wrapped
+        except (AttributeError, OSError):       # as argparse: no stdout, or a closed one
+            pass
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="batfeed", description="HPC job schedulers, user models and a Batsim-4.2-"
                                 "compatible engine. Errors print one line and exit 1 (usage errors exit 2); "
                                 "'batfeed COMMAND --help' describes a command.")
-    p.add_argument("--version", action="version", version=version_line(),
+    p.add_argument("--version", action=_VersionAction,
                    help="print batfeed's version (and pybatsim's, Python's) and exit")
     p.add_argument("--debug", action="store_true",
                    help="print the full Python traceback with an error (also accepted after the command; "

@@ -20,17 +20,20 @@ import platform as pyplatform
 import shlex
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from batfeed import kernel
 
 SCHEMA = 1
 SUFFIX = "_manifest.json"
 _CHUNK = 1 << 20
 
-__all__ = ["SCHEMA", "SUFFIX", "apply_log", "build_manifest", "cli_call", "file_entry", "git_info", "manifest_for",
-           "needs_profiles", "python_call", "read_manifest", "resolve_scheduler_options", "resolve_user_options",
-           "spec_of", "utc_now", "versions", "write_manifest"]
+__all__ = ["SCHEMA", "SUFFIX", "Prefetch", "apply_log", "build_manifest", "cli_call", "file_entry", "git_info",
+           "host", "manifest_for", "needs_profiles", "python_call", "read_manifest", "resolve_scheduler_options",
+           "resolve_user_options", "spec_of", "utc_now", "versions", "write_manifest"]
 
 
 def utc_now() -> str:
@@ -87,6 +90,44 @@ def git_info(root: str | Path | None = None) -> dict[str, Any] | None:
         return None
     dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
     return {"commit": commit.stdout.strip(), "dirty": dirty}
+
+
+def host() -> dict[str, str]:
+    """This machine's name and ``platform.platform()`` (its ``uname -p`` is a subprocess)."""
+    return {"name": pyplatform.node(), "platform": pyplatform.platform()}
+
+
+class Prefetch:
+    """What a manifest records that does not depend on the run, gathered in a background thread while the run
+    goes on: :func:`git_info` and :func:`host` (``git`` and ``uname -p`` are subprocesses) and the
+    :func:`file_entry` of the input ``files`` (hashlib hashes without holding the GIL).  The thread uses
+    modules already imported: the main thread is importing the engine meanwhile."""
+
+    def __init__(self, files: Iterable[str | Path] = ()):
+        self._files = [str(f) for f in files]
+        self._done: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._work, name="batfeed-manifest", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        try:
+            self._done["git"] = git_info()
+            self._done["host"] = host()
+            self._done["files"] = {f: file_entry(f) for f in self._files}
+        except BaseException as err:    # noqa: BLE001 - raised again when the manifest is built (a warning)
+            self._done["error"] = err
+
+    def get(self, key: str) -> Any:
+        """``git`` (:func:`git_info`) or ``host`` (:func:`host`), once the thread is done."""
+        self._thread.join()
+        if "error" in self._done:
+            raise self._done["error"]
+        return self._done[key]
+
+    def file_entry(self, path: str | Path) -> dict[str, Any]:
+        """:func:`file_entry` of ``path``, hashed in the background if it was one of the files."""
+        got = self.get("files").get(str(path))
+        return dict(got) if got is not None else file_entry(path)
 
 
 def peak_rss_bytes() -> int | None:
@@ -251,8 +292,9 @@ def job_counts(counts: Mapping[str, int]) -> dict[str, Any]:
 def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any] | None, seed: int | None,
                    inputs: dict[str, Any], result: Any, started: str, wall_time_s: float,
                    transport: str, switches: dict[str, Any], prefix: str | Path,
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The manifest of a finished run (``result``: a :class:`~batfeed.engine.SimulationResult`)."""
+                   extra: dict[str, Any] | None = None, prefetch: Prefetch | None = None) -> dict[str, Any]:
+    """The manifest of a finished run (``result``: a :class:`~batfeed.engine.SimulationResult`); ``prefetch``:
+    its git and host facts, gathered during the run."""
     prefix = Path(prefix)
     outputs = {}
     for key, suffix in (("jobs_csv", "_jobs.csv"), ("schedule_csv", "_schedule.csv"),
@@ -271,11 +313,12 @@ def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any
         "engine": {"name": "batfeed embedded Batsim 4.2.1", "transport": transport, "driver": result.driver,
                    "batsim_switches": switches, "messages": result.messages,
                    "simulated_time_s": result.simulated_time},
+        "kernel": kernel.describe(),        # compiled kernel or pure Python (batfeed/kernel.py)
         "jobs": job_counts(result.counts),
         "outputs": outputs,
         "versions": versions(),
-        "git": git_info(),
-        "host": {"name": pyplatform.node(), "platform": pyplatform.platform(), "cwd": os.getcwd()},
+        "git": git_info() if prefetch is None else prefetch.get("git"),
+        "host": {**(host() if prefetch is None else prefetch.get("host")), "cwd": os.getcwd()},
         "started_utc": started,
         "wall_time_s": round(wall_time_s, 6),
         "engine_wall_time_s": round(result.wall_time, 6),
@@ -351,11 +394,14 @@ def apply_log(export: str | Path | None, scheduler: str | None,
 
 
 def input_entries(platform: str | Path, workloads: Sequence[str | Path], events: Sequence[str | Path],
-                  scheduler: dict[str, Any], users: dict[str, Any] | None) -> dict[str, Any]:
+                  scheduler: dict[str, Any], users: dict[str, Any] | None,
+                  prefetch: Prefetch | None = None) -> dict[str, Any]:
     """Every input file with its SHA-256: platform, workloads (with a user model: the replayed trace),
-    events files and files named by path options (e.g. Maui's ``config``)."""
-    out: dict[str, Any] = {"platform": file_entry(platform), "workloads": [file_entry(w) for w in workloads],
-                           "events": [file_entry(e) for e in events]}
+    events files and files named by path options (e.g. Maui's ``config``); ``prefetch``: the files it hashed
+    during the run."""
+    entry = file_entry if prefetch is None else prefetch.file_entry
+    out: dict[str, Any] = {"platform": entry(platform), "workloads": [entry(w) for w in workloads],
+                           "events": [entry(e) for e in events]}
     files = {}
     _, specs = spec_of(scheduler.get("name"))
     for name, value in scheduler.get("options", {}).items():

@@ -19,7 +19,6 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
 from batfeed.schedulers.policies import Policy, get_policy
 
 INF = float("inf")
@@ -243,6 +242,8 @@ def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], 
     if pol.vkey is not None:
         ents = list(entries)
         if len(ents) > 32:
+            import numpy as np  # only vectorised policies (CREASY's, whose module imports numpy)
+
             r = np.fromiter((e.r for e in ents), float, len(ents))
             p = np.fromiter((e.p for e in ents), float, len(ents))
             seq = np.fromiter((e.seq for e in ents), np.int64, len(ents))

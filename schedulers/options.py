@@ -12,7 +12,6 @@ code.  Messages::
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import textwrap
@@ -106,7 +105,7 @@ class Option:
                 return (True, float(v), None) if math.isfinite(v) and v > 0 else (False, v, None)
             if isinstance(v, str) and v in self.choices:
                 return True, v, None
-            close = difflib.get_close_matches(v, self.choices, 1) if isinstance(v, str) else []
+            close = _close_matches(v, self.choices, 1) if isinstance(v, str) else []
             return False, v, close[0] if close else None
         if k == "policies":
             from batfeed.schedulers.policies import POLICIES
@@ -115,7 +114,7 @@ class Option:
                 return False, v, None
             for x in v:
                 if x.upper() not in POLICIES:
-                    close = difflib.get_close_matches(x.upper(), list(POLICIES), 1)
+                    close = _close_matches(x.upper(), list(POLICIES), 1)
                     return False, v, close[0] if close else None
             names = [x.upper() for x in v]
             return (True, names, None) if len(set(names)) == len(names) else (False, v, None)
@@ -130,7 +129,7 @@ class Option:
                 names = list(self.choices)
                 if isinstance(v, str) and v in names:
                     return True, v, None
-            close = difflib.get_close_matches(str(v).upper() if k == "policy" else str(v), names, 1) \
+            close = _close_matches(str(v).upper() if k == "policy" else str(v), names, 1) \
                 if isinstance(v, str) else []
             return False, v, close[0] if close else None
         if k == "bool":
@@ -142,6 +141,13 @@ class Option:
         if k == "maintenance":
             return isinstance(v, list | str), v, None
         raise ValueError(f"option {self.name}: unknown kind {k!r}")   # pragma: no cover - spec bug
+
+
+def _close_matches(word: str, candidates: Iterable[str], n: int) -> list[str]:
+    """``difflib.get_close_matches`` (for "did you mean"), imported only when a name is wrong."""
+    import difflib
+
+    return difflib.get_close_matches(word, candidates, n)
 
 
 def show(value: Any) -> str:
@@ -157,7 +163,7 @@ def unknown_message(name: str, owner: str, known: Iterable[str], also: Iterable[
     """``unknown option 'polcy' for Easy (did you mean 'policy'?; known: ...)``; ``also``: the names
     ``also_owner`` accepts in the same place (the user-model layer's next to a model's)."""
     known, also = sorted(known), sorted(also)
-    close = difflib.get_close_matches(str(name), [*known, *also], 1)
+    close = _close_matches(str(name), [*known, *also], 1)
     hint = f"did you mean '{close[0]}'?; " if close else ""
     more = f"; {also_owner}'s: {', '.join(also)}" if also else ""
     return f"unknown option '{name}' for {owner} ({hint}known: {', '.join(known) or 'none'}{more})"

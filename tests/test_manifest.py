@@ -20,8 +20,8 @@ from batfeed.api import simulate_jobs
 from batfeed.runner import run_simulation
 
 JOBS = [(1, 0, 2, 10), (2, 1, 4, 10), (3, 2, 1, 5), (4, 3, 1, 100)]
-FIELDS = {"schema", "call", "scheduler", "users", "seed", "inputs", "engine", "jobs", "outputs", "versions", "git",
-          "host", "started_utc", "wall_time_s", "engine_wall_time_s", "peak_rss_bytes", "peak_rss_scope"}
+FIELDS = {"schema", "call", "scheduler", "users", "seed", "inputs", "engine", "kernel", "jobs", "outputs", "versions",
+          "git", "host", "started_utc", "wall_time_s", "engine_wall_time_s", "peak_rss_bytes", "peak_rss_scope"}
 
 
 class SeededFcfs(Fcfs):

@@ -168,7 +168,7 @@ class Job:
     @property
     def alloc(self) -> str:
         """Batsim's hyphen form of the allocation (``0-3 5``)."""
-        return " ".join(f"{a}-{b}" if b > a else str(a) for a, b in self.intervals)
+        return " ".join([f"{a}-{b}" if b > a else str(a) for a, b in self.intervals])
 
     def __repr__(self) -> str:
         return f"<Job {self.id} sub={self.submit_time:g} res={self.requested_resources} state={self.state}>"
@@ -356,14 +356,7 @@ def load_workload(path: str | Path, name: str) -> Workload:
         raise InputError("'jobs' must be an array and 'profiles' an object", where)
     # Batsim checks every profile, then drops the ones that no static job references.
     profiles = {n: parse_profile(n, p, where) for n, p in data["profiles"].items()}
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    for raw in data["jobs"]:
-        job = parse_job(raw, name, profiles, where, copy=False, check_names=False)
-        if job.id in seen:
-            raise InputError(f"duplicate job id '{job.id}'", where)
-        seen.add(job.id)
-        jobs.append(job)
+    jobs = _static_jobs(data["jobs"], name, profiles, where)
     resolve_composed(profiles, where)
     used = {j.profile for j in jobs}
     todo = [sub for n in used for sub in profiles[n].subs]
@@ -378,6 +371,40 @@ def load_workload(path: str | Path, name: str) -> Workload:
         for j in jobs:
             _check_job_names(name, j.name, j.profile, j.id, where)
     return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
+
+
+def _static_jobs(raws: list[Any], workload: str, profiles: dict[str, Profile], where: str) -> list[Job]:
+    """A workload's jobs in file order, as :func:`parse_job` (``copy=False``, names checked by the caller) makes
+    them, duplicate ids refused.  The usual job (an integer or plain string id, JSON numbers, an existing
+    profile that is not ``parallel``, no double to round) passes the same checks here, inline; any other goes
+    through :func:`parse_job` itself, which raises its error: both paths build the same :class:`Job`."""
+    jobs: list[Job] = []
+    seen: set[str] = set()
+    prefix = workload + SEP
+    isfinite = math.isfinite
+    for raw in raws:
+        job = None
+        if type(raw) is dict:
+            rid = raw.get("id")
+            sid = str(rid) if type(rid) is int else rid if type(rid) is str else None
+            if sid is not None and workload not in sid and SEP not in sid:
+                sub, res, wall = raw.get("subtime"), raw.get("res"), raw.get("walltime", -1)
+                pname = raw.get("profile")
+                prof = profiles.get(pname) if type(pname) is str else None
+                if ((type(sub) is float or type(sub) is int) and isfinite(sub)
+                        and type(res) is int and res >= 0
+                        and (type(wall) is float or type(wall) is int) and isfinite(wall) and (wall > 0 or wall == -1)
+                        and prof is not None and not prof.cpu and not _needs_rounding(raw)):
+                    full = prefix + sid
+                    raw["id"] = full
+                    job = Job(full, workload, sid, float(sub), res, float(wall), prof, raw)
+        if job is None:
+            job = parse_job(raw, workload, profiles, where, copy=False, check_names=False)
+        if job.id in seen:
+            raise InputError(f"duplicate job id '{job.id}'", where)
+        seen.add(job.id)
+        jobs.append(job)
+    return jobs
 
 
 def _check_job_names(workload: str, name: str, profile: str, full_id: str, where: str) -> None:
