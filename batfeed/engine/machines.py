@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from batfeed.engine import longdouble as ld
 
 IDLE, COMPUTING, UNAVAILABLE = "idle", "computing", "unavailable"
+_STATES_ROW = "%g,0,0,0,%d,%d\n"       # a _machine_states.csv row: time (%g, as Batsim), nb_idle, nb_computing
 
 
 class Machines:
@@ -190,8 +191,7 @@ class Machines:
         """``PREFIX_machine_states.csv``; times printed with ``%g`` like Batsim."""
         with open(path, "w", encoding="utf-8") as fh:
             fh.write("time,nb_sleeping,nb_switching_on,nb_switching_off,nb_idle,nb_computing\n")
-            fh.writelines(f"{t:g},0,0,0,{idle},{comp}\n"
-                          for t, idle, comp in zip(self.row_t, self.row_idle, self.row_comp, strict=True))
+            fh.writelines(_STATES_ROW % row for row in zip(self.row_t, self.row_idle, self.row_comp, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------- energy (-E)

@@ -62,6 +62,9 @@ class _Star:
     gateway: str | None = None
 
 
+_NO_STAR = _Star()      # the star of a netpoint that has none (read only)
+
+
 class NotRoutable(ValueError):
     """A route this module does not compute (see the module docstring)."""
 
@@ -93,11 +96,13 @@ class Zone:
                                       "chains declared routes")
                 return None, None, [], 0.0
             return got[0], got[1], got[2], 0.0
-        s, d = self.star.get(src, _Star()), self.star.get(dst, _Star())
+        s, d = self.star.get(src, _NO_STAR), self.star.get(dst, _NO_STAR)
         if src == dst and s.loopback is not None:
             links = list(s.loopback)
         else:
-            links = list(dict.fromkeys(s.up + d.down))        # a link met twice counts once
+            links = s.up + d.down
+            if len(links) > 1 and not _distinct(links):
+                links = list(dict.fromkeys(links))            # a link met twice counts once
         extra = 0.0
         if kind == "vivaldi" and (src in self.coords or dst in self.coords):
             (x1, y1, z1), (x2, y2, z2) = self.coords.get(src, (0, 0, 0)), self.coords.get(dst, (0, 0, 0))
@@ -111,14 +116,6 @@ class Zone:
                 self.table.setdefault((p, p), (None, None, [MODEL_LOOPBACK]))
 
 
-def _add(route: list[Link], links: list[Link], lat: float) -> float:
-    """``add_link_latency``: the links appended to the route, each latency added to the running total."""
-    route.extend(links)
-    for link in links:
-        lat += link.latency
-    return lat
-
-
 class Network:
     """The zones of a platform and the netpoints they hold (hosts, routers, child zones)."""
 
@@ -128,6 +125,8 @@ class Network:
         self.unsupported: list[str] = []          # what this module does not route (see the docstring)
         self.has_links = False
         self._cache: dict[tuple[str, str], tuple[float, float]] = {}
+        self._parts_cache: dict[tuple[str, str], tuple[tuple[Link, ...], tuple[float, ...]]] = {}
+        self._anc_cache: dict[tuple[Zone, Zone], tuple[Zone, Zone, Zone]] = {}
 
     def delay_free(self) -> bool:
         """No link and no non-zero Vivaldi coordinate: every message takes no time (batfeed's own
@@ -149,35 +148,59 @@ class Network:
 
     def route(self, src: str, dst: str) -> tuple[list[Link], float]:
         """The links from netpoint ``src`` to ``dst`` and the route's latency (``get_global_route``)."""
-        links: list[Link] = []
-        lat = self._global(src, dst, links, 0.0)
-        return links, lat
+        links, latencies = self._parts(src, dst)
+        lat = 0.0
+        for x in latencies:            # the latencies added one by one, in SimGrid's order
+            lat += x
+        return list(links), lat
 
-    def _global(self, src: str, dst: str, links: list[Link], lat: float) -> float:
+    def _parts(self, src: str, dst: str, keep: bool = False) -> tuple[tuple[Link, ...], tuple[float, ...]]:
+        """The links of the route from ``src`` to ``dst`` and the latencies ``get_global_route_with_netzones``
+        adds to its running total, in its order (so the sum is SimGrid's to the bit).  ``keep``: memoize it
+        (the part from a gateway to the destination, which the routes of all the hosts of a zone share)."""
+        key = (src, dst)
+        got = self._parts_cache.get(key)
+        if got is not None:
+            return got
         common, src_anc, dst_anc = self._ancestors(src, dst)
         if src_anc is dst_anc:
             _, _, local, extra = common.local_route(src, dst)
-            return _add(links, local, lat) + extra
-        gw_src, gw_dst, local, extra = common.local_route(src_anc.name, dst_anc.name)
-        if gw_src is None or gw_dst is None:
-            raise NotRoutable(f"no route from {src} to {dst}: no <zoneRoute> from {src_anc.name} to "
-                              f"{dst_anc.name} in zone {common.name}")
-        for link in local:             # get_local_route counts these latencies first, then the two ends
-            lat += link.latency
-        if extra:
-            lat += extra
-        if src != gw_src:
-            lat = self._global(src, gw_src, links, lat)
-        links.extend(local)
-        if gw_dst != dst:
-            lat = self._global(gw_dst, dst, links, lat)
-        return lat
+            got = tuple(local), (*[link.latency for link in local], extra)
+        else:
+            gw_src, gw_dst, local, extra = common.local_route(src_anc.name, dst_anc.name)
+            if gw_src is None or gw_dst is None:
+                raise NotRoutable(f"no route from {src} to {dst}: no <zoneRoute> from {src_anc.name} to "
+                                  f"{dst_anc.name} in zone {common.name}")
+            # get_local_route counts these latencies first, then the two ends'
+            links, latencies = [], [link.latency for link in local]
+            if extra:
+                latencies.append(extra)
+            if src != gw_src:
+                up, up_lat = self._parts(src, gw_src)
+                links.extend(up)
+                latencies.extend(up_lat)
+            links.extend(local)
+            if gw_dst != dst:
+                down, down_lat = self._parts(gw_dst, dst, keep=True)
+                links.extend(down)
+                latencies.extend(down_lat)
+            got = tuple(links), tuple(latencies)
+        if keep:
+            self._parts_cache[key] = got
+        return got
 
     def _ancestors(self, src: str, dst: str) -> tuple[Zone, Zone, Zone]:
         """``find_common_ancestors``: (common, src's ancestor below it, dst's ancestor below it)."""
         zs, zd = self.where[src], self.where[dst]
         if zs is zd:
             return zs, zs, zs
+        got = self._anc_cache.get((zs, zd))
+        if got is None:
+            got = self._anc_cache[zs, zd] = self._zone_ancestors(zs, zd)
+        return got
+
+    @staticmethod
+    def _zone_ancestors(zs: Zone, zd: Zone) -> tuple[Zone, Zone, Zone]:
         path_s, path_d = _path(zs), _path(zd)
         parent = None
         while len(path_s) > 1 and len(path_d) > 1 and path_s[-1] is path_d[-1]:
@@ -198,11 +221,20 @@ class Network:
             links, lat = self.route(src, dst)
             rate = 0.0
             if links:
-                rate = min(link.bandwidth if link.fatpipe else link.bandwidth / n for link, n in Counter(links).items())
+                if _distinct(links):     # each link crossed once: its bandwidth (bandwidth / 1, FATPIPE or not)
+                    rate = min([link.bandwidth for link in links])
+                else:
+                    rate = min(link.bandwidth if link.fatpipe else link.bandwidth / n
+                               for link, n in Counter(links).items())
                 if lat > 0:
                     rate = min(rate, TCP_GAMMA / (2.0 * lat))
             got = self._cache[key] = (lat, rate)
         return got
+
+
+def _distinct(links: list[Link]) -> bool:
+    """No two links of ``links`` are the same (links are equal only if named alike; names hash faster)."""
+    return len({link.name for link in links}) == len(links)
 
 
 def _path(zone: Zone) -> list[Zone]:
