@@ -19,7 +19,7 @@ from typing import Any
 
 from batfeed.adapters.cleaning import clean_jobs, job_res
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, read_lines, trace_stem
-from batfeed.adapters.nodes import node_resource_ids, platform_size, xml_safe
+from batfeed.adapters.nodes import MAX_NODE_PROCS, node_resource_ids, platform_size, xml_safe
 from batfeed.adapters.report import Tally, write_report
 from batfeed.adapters.workload import ConversionResult, finish_conversion, load_workload_json
 
@@ -113,6 +113,9 @@ def read_maui_resources(path: str | Path, tally: Tally | None = None) -> list[Ma
             speed = 1.0 if _value(f[17]) is None else _number(f[17], float, "resource speed", name, lineno, f[3])
             if procs < 1 or speed <= 0:
                 raise BadRecord("configured processors and speed must be > 0", name, lineno, f[3])
+            if procs > MAX_NODE_PROCS:
+                raise BadRecord(f"{procs} configured processors: more than {MAX_NODE_PROCS} on one node", name,
+                                lineno, f[3])
             if f[3] in seen or not xml_safe(f[3]) or f[3] == "master_host":
                 raise BadRecord(f"node {f[3]!r} defined twice or not usable as a host name", name, lineno)
         except BadRecord as err:

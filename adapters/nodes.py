@@ -18,7 +18,7 @@ from xml.sax.saxutils import quoteattr
 from batfeed.errors import InputError
 
 __all__ = ["expand_hostlist", "node_resource_ids", "peak_nodes", "peak_use", "placed_jobs", "platform_size",
-           "safe_name", "split_procs", "write_node_platform", "xml_safe"]
+           "safe_name", "split_procs", "write_node_platform", "xml_safe", "MAX_NODE_PROCS"]
 
 MASTER = "master_host"
 _XML_BAD = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -87,6 +87,11 @@ def expand_hostlist(text: str) -> list[str]:
     return hosts
 
 
+#: Processors on one node above which a record is corrupt: far above any real node, and a platform with
+#: one host per processor (``unit="procs"``) would no longer fit in memory (hypothesis found 10**25).
+MAX_NODE_PROCS = 1 << 16
+
+
 def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit: str = "procs",
                         speed: str = "1Gf", speeds: Sequence[float] | None = None) -> Path:
     """Platform XML with one host per node (``unit="nodes"``, ``core`` = processors) or one host per
@@ -107,6 +112,8 @@ def write_node_platform(path: str | Path, nodes: Sequence[tuple[str, int]], unit
     for i, (name, cores) in enumerate(nodes):
         if not name or name == MASTER or name in seen or not xml_safe(name):
             raise ValueError(f"bad or duplicate node name {name!r}")
+        if cores > MAX_NODE_PROCS:
+            raise ValueError(f"node {name!r}: {cores} processors, more than {MAX_NODE_PROCS}")
         seen.add(name)
         spd = quoteattr(f"{base * speeds[i] / 1e6:.9g}Mf" if speeds else speed)
         node_prop = f'<prop id="node" value={quoteattr(name)}/>'

@@ -20,7 +20,7 @@ from typing import Any
 
 from batfeed.adapters.cleaning import clean_jobs, job_res, scale_size
 from batfeed.adapters.common import BadRecord, ConvertOptions, TraceJob, parse_duration, read_lines, trace_stem
-from batfeed.adapters.nodes import peak_nodes, placed_jobs, platform_size, safe_name, xml_safe
+from batfeed.adapters.nodes import MAX_NODE_PROCS, peak_nodes, placed_jobs, platform_size, safe_name, xml_safe
 from batfeed.adapters.report import Tally
 from batfeed.adapters.window import zone
 from batfeed.adapters.workload import ConversionResult, finish_conversion
@@ -331,6 +331,9 @@ def read_nodes_file(path: str | Path) -> list[tuple[str, int]]:
         nodes[current] = int(tokens[1]) if len(tokens) == 2 else nodes.get(current, 1)
     if not nodes:
         raise InputError("no node in node list", str(path))
+    big = next((n for n, c in nodes.items() if c > MAX_NODE_PROCS), None)
+    if big is not None:
+        raise InputError(f"node {big!r}: {nodes[big]} processors, more than {MAX_NODE_PROCS} on one node", str(path))
     return [(n, max(1, c)) for n, c in nodes.items()]
 
 

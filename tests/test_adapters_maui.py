@@ -124,3 +124,21 @@ def test_export_rejects_non_delay_jobs(tmp_path: Path) -> None:
     exp = export_maui(path, tmp_path / "out")
     assert exp.report["dropped"] == {"not_a_delay_job": 1} and exp.report["kept"] == 1
     assert exp.report["modified"] == {"time_rounded_to_seconds": 1}
+
+
+def test_a_node_with_absurd_processors_is_a_corrupt_record(tmp_path: Path) -> None:
+    """10**25 processors on a node (hypothesis found it) once built one host per processor until the
+    memory ran out: it is a corrupt line naming the file and the line, dropped and counted when lenient."""
+    from batfeed.adapters.common import BadRecord
+    from batfeed.adapters.maui import read_maui_resources
+    from batfeed.adapters.nodes import MAX_NODE_PROCS
+    from batfeed.adapters.report import Tally
+
+    r = tmp_path / "r.txt"
+    r.write_text("VERSION 230\nCOMPUTENODE AVAILABLE 0 n01 PBS1 0 4096 0 9999999999999999999999999 -1 -1 1 LINUX "
+                 "x86_64 [NONE] [batch:4] [NONE] 1.0 [NONE] [NONE] [NONE]\n")
+    with pytest.raises(BadRecord, match=f"more than {MAX_NODE_PROCS} on one node") as err:
+        read_maui_resources(r)
+    assert err.value.line == 2
+    tally = Tally()
+    assert read_maui_resources(r, tally) == [] and tally.nb_dropped == 1
