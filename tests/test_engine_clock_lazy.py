@@ -62,7 +62,10 @@ class FullUpdate:
         left, work = lat, 1.0 if rate else 0.0
         while True:
             dt_comm = left if left > 0 else work / rate
-            dt = min(dt_comm, self._next()) if self.live else dt_comm
+            # the engine's rule (clock.py before the lazy remainders): a comm step below the precision is taken
+            # as is unless a sleep below the precision was just added (SimGrid takes the smallest of all: they
+            # differ when a parallel task has less than 1e-9 s of work left and the link is slow, e.g. 1.25 GBps)
+            dt = min(dt_comm, self._next()) if self.live and (dt_comm >= PRECISION or self.tiny) else dt_comm
             due = self._step(dt)
             clock += dt
             if left > 0:
@@ -162,9 +165,9 @@ def _replay(seed: int, n: int) -> int:
     return lazy_steps
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(24))
 def test_lazy_remainders_equal_simgrids_full_update(seed):
-    assert _replay(seed, 2500) > 100          # the lazy heap was in use
+    assert _replay(seed, 3000) > 100          # the lazy heap was in use
 
 
 def test_a_step_below_the_precision_leaves_large_remainders_alone():
