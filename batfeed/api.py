@@ -175,8 +175,9 @@ def simulate_jobs(jobs: Any, nb_machines: int, scheduler: str | Any = "easy", op
     sim = Simulator(plat, workloads, [ev_list] if ev_list else [], cfg, has_events_files=bool(ev_list))
     if not workloads:          # the user model's jobs: kept by the tracer for the frame (else the workload's)
         sim.tracer.jobs = []
+    order = list(workloads[0].jobs) if workloads else None      # Simulator.run lets go of the workload's jobs
     result = sim.run(in_process_driver(sched, driver), export)
-    frame = results_frame(result, sim, workloads[0].jobs if workloads else None)
+    frame = results_frame(result, sim, order)
     frame.attrs["batfeed"] = {
         "counts": result.counts, "schedule": result.schedule, "messages": result.messages,
         "driver": result.driver, "wall_time": time.perf_counter() - t0, "nb_machines": nb_machines,
@@ -186,11 +187,11 @@ def simulate_jobs(jobs: Any, nb_machines: int, scheduler: str | Any = "easy", op
     }
     if export is not None:
         wall = time.perf_counter() - t0
-        write_manifest(export, lambda: _manifest(given, result, started, wall, workloads, ev_list, cfg))
+        write_manifest(export, lambda: _manifest(given, result, started, wall, order, ev_list, cfg))
     return frame
 
 
-def _manifest(given: dict[str, Any], result: SimulationResult, started: str, wall: float, workloads: list[Workload],
+def _manifest(given: dict[str, Any], result: SimulationResult, started: str, wall: float, order: list[Job] | None,
               events: list[ExternalEvent], cfg: EngineConfig) -> dict[str, Any]:
     """The run manifest of an exported in-memory run: the jobs and events are hashed as given."""
     scheduler, users = given["scheduler"], given["users"]
@@ -199,12 +200,12 @@ def _manifest(given: dict[str, Any], result: SimulationResult, started: str, wal
     else:
         sched = {"name": type(scheduler).__name__, "class": f"{type(scheduler).__module__}:{type(scheduler).__name__}",
                  "options": getattr(scheduler, "options", None), "options_given": given["options"], "checked": False}
-    replayed = _workload(given["jobs"]) if users is not None else workloads[0]
-    jobs = json.dumps([j.json_dict for j in replayed.jobs], sort_keys=True, default=str).encode()
+    replayed = _workload(given["jobs"]).jobs if users is not None or order is None else order
+    jobs = json.dumps([j.json_dict for j in replayed], sort_keys=True, default=str).encode()
     evs = json.dumps([dict(e) for e in given["events"]], sort_keys=True, default=str).encode()
     inputs = {"platform": {"path": None, "in_memory": True, "nb_machines": given["nb_machines"],
                            "speed": given["speed"]},
-              "workloads": [memory_entry(jobs, nb_jobs=len(replayed.jobs), what="the jobs' JSON records")],
+              "workloads": [memory_entry(jobs, nb_jobs=len(replayed), what="the jobs' JSON records")],
               "events": [memory_entry(evs, nb_events=len(events))] if events else []}
     return build_manifest(call=python_call(simulate_jobs, given), scheduler=sched,
                           users=resolve_user_options(users, given["user_options"]), seed=None, inputs=inputs,

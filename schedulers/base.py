@@ -53,6 +53,8 @@ class BatfeedScheduler(BatsimScheduler):
     """
 
     direct_driver_ok = True
+    #: finished jobs are never looked up in ``self.bs.jobs``: the direct driver may drop them (memory)
+    forgets_finished_jobs = True
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(dict(options or {}))

@@ -190,7 +190,7 @@ class Maui(CountMechanics, BackfillScheduler):
         self.iterations = 0
         self.counts = self.opts["mechanics"] == "counts"
         self.plan = Plan()
-        self._overrun: list[tuple[float, str]] = []               # (release poll, job id) of timed-out jobs
+        self._overrun: list[tuple[float, Job]] = []               # (release poll, job) of timed-out jobs
         self._overrun_checked = False
 
     def make_queue(self) -> WaitQueue:
@@ -364,18 +364,18 @@ class Maui(CountMechanics, BackfillScheduler):
             # MLimit.c MLimitEnforceAll); Batsim killed it at that limit: hold its nodes till then.
             now = self.bs.time()
             release = self._next_grid(now) + self.interval
-            self._overrun.append((release, job.id))
+            self._overrun.append((release, job))
             if len(self.wq):
                 self._call(release)
             return
         self._complete(job)
 
     def _release_overruns(self, now: float) -> None:
-        due = [jid for t, jid in self._overrun if t <= now + 1e-9]
+        due = [job for t, job in self._overrun if t <= now + 1e-9]
         if due:
             self._overrun = [(t, j) for t, j in self._overrun if t > now + 1e-9]
-            for jid in due:
-                self._complete(self.bs.jobs[jid])
+            for job in due:
+                self._complete(job)
 
     def _complete(self, job: Job) -> None:
         got = self.run_info.pop(job.id, None)

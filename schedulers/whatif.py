@@ -99,10 +99,11 @@ class WhatIf:
     def waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
         """Each job's wait (input order; NaN if the replay rejected it) under EASY(``policy``, Θ)."""
         wl = _workload(jobs)
+        order = list(wl.jobs)                  # Simulator.run lets go of the workload's jobs
         sim = _Replay(self.nb_machines, [wl])
         sim.run(DirectDriver(self.easy({**self.options, "policy": policy})))
         self.replays += 1
-        return [j.start - j.subtime if j.start >= 0 else float("nan") for j in wl.jobs]
+        return [j.start - j.subtime if j.start >= 0 else float("nan") for j in order]
 
     def cost(self, jobs: Sequence[PastJob], policy: str) -> float:
         """Total wait of ``jobs`` replayed alone under EASY(``policy``, Θ) until drained."""

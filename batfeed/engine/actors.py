@@ -133,7 +133,7 @@ class Actors(EngineState):
             j += 1
         if j > i:
             s.i = j
-            self.queue.append((M_BATCH, s, s.items[i:j]))
+            self.queue.append((M_BATCH, s, s.take(i, j)))
         elif i < n:
             self._sleep(times[i] - now, T_SUB, s)
         else:

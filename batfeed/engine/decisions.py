@@ -63,7 +63,7 @@ class Decisions(Actors):
         for a, b in ivs:
             i = busy.find(1, a, b + 1)
             if i >= 0:
-                holder = next((j.id for j in self.jobs.values() if j.state == RUNNING
+                holder = next((j.id for j in self.jobs.values() if type(j) is Job and j.state == RUNNING
                                and any(x <= i <= y for x, y in j.intervals)), "?")
                 raise ProtocolError(f"EXECUTE_JOB {job.id}: machine {i} ('{m.names[i]}') is already "
                                     f"computing job {holder} (no compute sharing; Batsim aborts)")

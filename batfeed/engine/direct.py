@@ -263,6 +263,9 @@ class DirectDriver:
     def __init__(self, scheduler: Any):
         self.scheduler = scheduler
         self.bs: DirectBatsim | None = None
+        # pybatsim's Batsim.jobs keeps every job; a scheduler that never looks a finished job up there
+        # (``forgets_finished_jobs``, batfeed's own) lets it go after the message that reports its end
+        self.forget = bool(getattr(scheduler, "forgets_finished_jobs", False))
 
     def exchange(self, sim: Simulator, now: float, events: list[tuple]) -> tuple[float, list[tuple]]:
         sched = self.scheduler
@@ -274,6 +277,7 @@ class DirectDriver:
         bs._current_time = now if now.is_integer() else r6(now)
         bs._events_to_send = []
         sched.onBeforeEvents()
+        ended = []
         for ev in events:
             kind = ev[0]
             if kind == E_COMPLETED:
@@ -281,6 +285,7 @@ class DirectDriver:
                 t = ev[1]
                 job.finish_time = t if t.is_integer() else r6(t)
                 job.job_state = _FINAL[job.state]
+                ended.append(job.id)
                 sched.onJobCompletion(job)
             elif kind == E_SUBMITTED:
                 job = ev[2]
@@ -328,6 +333,10 @@ class DirectDriver:
                 bs.running_simulation = False
                 sched.onSimulationEnds()
         sched.onNoMoreEvents()
+        if ended and self.forget:
+            jobs = bs.jobs
+            for jid in ended:
+                jobs.pop(jid, None)
         out = bs._events_to_send
         if len(out) > 1:
             t0 = out[0][0]

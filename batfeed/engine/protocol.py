@@ -56,7 +56,7 @@ def parse_reply(sim: Decisions, reply: Any) -> tuple[float, list[tuple]]:
 
 def _job(sim: Decisions, data: dict[str, Any], what: str) -> Job:
     jid = data.get("job_id")
-    job = sim.jobs.get(jid) if isinstance(jid, str) else None
+    job = sim.job(jid) if isinstance(jid, str) else None
     if job is None:
         raise ProtocolError(f"{what}: job '{jid}' does not exist (Batsim aborts)")
     return job
@@ -104,7 +104,7 @@ def kill_job(sim: Decisions, data: dict[str, Any]) -> None:
         raise ProtocolError(f"KILL_JOB: data must be exactly {{job_ids: [...]}} (got {data})")
     jobs = []
     for jid in ids:
-        job = sim.jobs.get(jid) if isinstance(jid, str) else None
+        job = sim.job(jid) if isinstance(jid, str) else None
         if job is None:
             raise ProtocolError(f"KILL_JOB: job '{jid}' does not exist (Batsim aborts)")
         jobs.append(job)

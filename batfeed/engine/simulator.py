@@ -96,6 +96,8 @@ class Simulator(Decisions):
             driver = MessageDriver(driver)
         self.driver = driver
         wall0 = time.perf_counter()
+        for w in self.workloads.values():      # the submitters own the static jobs now: a finished job is
+            w.jobs = []                        # freed (the caller keeps its own list to read them after)
         q = self.queue
         # The loaded jobs and platform are long-lived and what a run allocates is freed by reference
         # counting: exempt the former from the cyclic GC and let it run rarely (-20 % run time).

@@ -13,6 +13,7 @@ The layers of the engine, each a class built on the one below (every file import
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -30,13 +31,34 @@ from batfeed.engine.workload import FINAL_STATES, RUNNING, SUBMITTED, WALLTIME, 
 
 
 class Submitter:
-    """A static job submitter (one per workload) or event submitter (one per events file)."""
+    """A static job submitter (one per workload) or event submitter (one per events file).
+
+    It owns its items until it posts them (:meth:`take`): then its slots are cleared, so that a job
+    the engine has finished with is freed (memory does not grow with the trace, docs/engine.md)."""
 
     __slots__ = ("items", "times", "i", "jobs", "current")
 
     def __init__(self, items: list[Any], times: list[float], jobs: bool):
-        self.items, self.times, self.i, self.jobs = items, times, 0, jobs
+        self.items, self.times, self.i, self.jobs = items, array("d", times), 0, jobs
         self.current = 0.0     # the date at which it last resumed (its current_submission_date)
+
+    def take(self, i: int, j: int) -> list[Any]:
+        """Items ``i..j-1``, posted now: the submitter lets go of them."""
+        items = self.items
+        batch = items[i:j]
+        items[i:j] = [None] * (j - i)
+        return batch
+
+
+class Finished:
+    """What the engine keeps of a finished job that a later message names (Batsim keeps every job: a
+    KILL_JOB of a finished job is reported in JOB_KILLED, an EXECUTE_JOB of it aborts, its id cannot be
+    registered again).  Made on demand from the final state that :meth:`EngineState._record` leaves."""
+
+    __slots__ = ("id", "state", "kill_requested", "metadata")
+
+    def __init__(self, id: str, state: str, kill_requested: bool = False):
+        self.id, self.state, self.kill_requested, self.metadata = id, state, kill_requested, ""
 
 
 class EngineState:
@@ -75,7 +97,9 @@ class EngineState:
         self.ended = False
         self.end_sent = False
         self.tracer = JobsTracer()
-        self.jobs: dict[str, Job] = {}
+        # every job by id; a finished job's entry is its final state (a str), or a Finished once a
+        # message names it again (:meth:`job`): the Job itself is freed once nothing else holds it
+        self.jobs: dict[str, Job | Finished | str] = {}
         self.executors: dict[str, Executor] = {}       # the running composed jobs' executors
         self.ptasks: System | None = None
         self.zombies_done: list[Job] = []   # jobs whose timed-out task runs until they are deleted
@@ -110,9 +134,19 @@ class EngineState:
         self.event_subs_left = len(ev_lists)
 
     # ------------------------------------------------------------------ finished jobs
+    def job(self, jid: str) -> Job | Finished | None:
+        """The job ``jid`` names (a :class:`Finished` if it has finished), or None if there is none."""
+        job = self.jobs.get(jid)
+        if type(job) is str:
+            job = self.jobs[jid] = Finished(jid, job)
+        return job  # type: ignore[return-value]
+
     def _record(self, job: Job) -> None:
-        """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent."""
+        """Write the job's _jobs.csv row; Batsim deletes it after the next message is sent.  The engine
+        keeps only its final state (see :class:`Finished`)."""
         self.tracer.write_job(job)
+        if self.jobs.get(job.id) is job:         # a kill asked already is not asked again (_do_kill)
+            self.jobs[job.id] = Finished(job.id, job.state, True) if job.kill_requested else job.state
         if self.ptasks is not None and job.state == WALLTIME and self.ptasks.actions:
             self.zombies_done.append(job)
         if self.gc:
@@ -145,7 +179,7 @@ class EngineState:
                 and self.nb_running == 0 and self.nb_waiters == 0 and self.nb_killers == 0)
 
     def _deadlock_reason(self) -> str:
-        stuck = [j for j in self.jobs.values() if j.state == SUBMITTED]
+        stuck = [j for j in self.jobs.values() if type(j) is Job and j.state == SUBMITTED]
         if stuck:
             j = stuck[0]
             n = j.requested_resources
@@ -167,7 +201,7 @@ class EngineState:
 
     def _check_accounting(self) -> None:
         t = self.tracer
-        left = [j.id for j in self.jobs.values() if j.state in (SUBMITTED, RUNNING)]
+        left = [j.id for j in self.jobs.values() if type(j) is Job and j.state in (SUBMITTED, RUNNING)]
         done = t.nb_success + t.nb_killed + t.nb_rejected
         if left or t.nb_jobs != self.nb_submitted or done != self.nb_submitted:
             t.discard()
@@ -178,8 +212,9 @@ class EngineState:
         t = self.tracer
         states = {s: 0 for s in FINAL_STATES}
         for j in self.jobs.values():
-            if j.state in states:
-                states[j.state] += 1
+            state = j if type(j) is str else j.state
+            if state in states:
+                states[state] += 1
         counts = {"submitted": self.nb_submitted, **{s.lower(): n for s, n in states.items()}}
         schedule = t.schedule_values(nb_machines=len(self.machines), machine_time=self.machines.time_in_states(),
                                      version=BATSIM_VERSION, scheduling_time=self.scheduling_time,

@@ -152,7 +152,7 @@ class Job:
         self.state = NOT_SUBMITTED
         self.start = -1.0
         self.runtime = -1.0
-        self.intervals: list[tuple[int, int]] = []
+        self.intervals: list[tuple[int, int]] | tuple[()] = ()   # set by EXECUTE_JOB
         self.return_code = 0
         self.metadata = ""
         self.kill_requested = False
