@@ -48,6 +48,12 @@ def _digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _pxd_digest(source: str | Path) -> str | None:
+    """SHA-256 of the augmenting ``.pxd`` next to ``source`` (its C types), None when there is none."""
+    pxd = Path(source).with_suffix(".pxd")
+    return _digest(pxd) if pxd.is_file() else None
+
+
 def _read_stamp() -> dict[str, Any] | None:
     import json
 
@@ -71,14 +77,18 @@ def _decide() -> dict[str, Any]:
                 "modules": {}, "warn": True}
     files: dict[str, str] = {}
     for name, rec in stamp["modules"].items():
-        so = DIR / rec["so"]
-        try:
-            fresh = so.is_file() and _digest(ROOT / rec["source"]) == rec["sha256"]
+        so, src = DIR / rec["so"], ROOT / rec["source"]
+        try:                   # the .py, or the .pxd giving it C types (added, edited or removed)
+            changed = None
+            if not so.is_file() or _digest(src) != rec["sha256"]:
+                changed = rec["source"]
+            elif _pxd_digest(src) != rec.get("pxd_sha256"):
+                changed = Path(rec["source"]).with_suffix(".pxd").as_posix()
         except OSError:
-            fresh = False
-        if not fresh:
+            changed = rec["source"]
+        if changed:
             return {"path": "pure", "warn": True, "modules": {},
-                    "why": f"compiled kernel is stale ({rec['source']} changed since it was built; "
+                    "why": f"compiled kernel is stale ({changed} changed since it was built; "
                            "scripts/bootstrap.sh rebuilds it)"}
         files[name] = str(so)
     return {"path": "compiled", "why": f"Cython {stamp.get('cython', '?')}", "modules": files}

@@ -1,8 +1,9 @@
 """Builds the compiled kernel: ``python -m batfeed.kernel_build [--force] [--jobs N]``.
 
 Each module of :data:`batfeed.kernel.MODULES` is compiled, unchanged, by Cython (``cythonize``) and
-the C compiler setuptools finds (``build_ext``), into ``batfeed/_kernel/<module><EXT_SUFFIX>``;
-``build.json`` records the Python, Cython and each source's SHA-256 (see batfeed/kernel.py).
+the C compiler setuptools finds (``build_ext``), into ``batfeed/_kernel/<module><EXT_SUFFIX>``, with
+the augmenting ``.pxd`` next to its ``.py`` when there is one (C types for its classes, docs/kernel.md);
+``build.json`` records the Python, Cython and the SHA-256 of each source and ``.pxd`` (see batfeed/kernel.py).
 Nothing to do when the kernel is up to date.  Without Cython, setuptools or a C compiler, one
 warning line says so and the exit status is 0: batfeed then runs on the pure-Python path.
 """
@@ -51,7 +52,26 @@ def up_to_date(srcs: dict[str, str]) -> bool:
     if set(mods) != set(srcs):
         return False
     return all(mods[n]["source"] == _rel(p) and (kernel.DIR / mods[n]["so"]).is_file()
-               and kernel._digest(p) == mods[n]["sha256"] for n, p in srcs.items())
+               and kernel._digest(p) == mods[n]["sha256"] and kernel._pxd_digest(p) == mods[n].get("pxd_sha256")
+               for n, p in srcs.items())
+
+
+def _stage(srcs: dict[str, str], root: Path) -> dict[str, str]:
+    """Copy each ``.py`` (and its augmenting ``.pxd``) under ``root`` at its module's dotted path, with
+    empty ``__init__.py`` files, so that Cython finds the ``.pxd`` files of the source package layout
+    (``schedulers/`` is installed as ``batfeed.schedulers``) and one ``.pxd`` can ``cimport`` another."""
+    out = {}
+    for name, path in srcs.items():
+        parts = name.split(".")
+        d = root.joinpath(*parts[:-1])
+        d.mkdir(parents=True, exist_ok=True)
+        for k in range(1, len(parts)):
+            root.joinpath(*parts[:k], "__init__.py").touch()
+        out[name] = str(shutil.copyfile(path, d / (parts[-1] + ".py")))
+        pxd = Path(path).with_suffix(".pxd")
+        if pxd.is_file():
+            shutil.copyfile(pxd, d / pxd.name)
+    return out
 
 
 def _missing_tool() -> str | None:
@@ -85,9 +105,10 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = False) -> int:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     kernel.DIR.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="batfeed-kernel-") as tmp:
-        exts = [Extension(n, [p], extra_compile_args=["-O2", "-g0"]) for n, p in srcs.items()]
+        staged = _stage(srcs, Path(tmp, "src"))
+        exts = [Extension(n, [p], extra_compile_args=["-O2", "-g0"]) for n, p in staged.items()]
         exts = cythonize(exts, build_dir=os.path.join(tmp, "c"), compiler_directives=DIRECTIVES,
-                         nthreads=jobs, quiet=True)
+                         include_path=[os.path.join(tmp, "src")], nthreads=jobs, quiet=True)
         lib = Path(tmp, "lib")
         dist = Distribution({"ext_modules": exts, "script_args": [
             "build_ext", "--build-lib", str(lib), "--build-temp", os.path.join(tmp, "o"), "-j", str(jobs)]})
@@ -106,6 +127,8 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = False) -> int:
             so = n + suffix
             shutil.move(str(built), kernel.DIR / so)
             modules[n] = {"source": _rel(p), "sha256": kernel._digest(p), "so": so}
+            if kernel._pxd_digest(p) is not None:
+                modules[n]["pxd_sha256"] = kernel._pxd_digest(p)
     stamp = {"python": sys.implementation.cache_tag, "cython": Cython.__version__, "modules": modules}
     tmp_stamp = kernel.STAMP.with_suffix(".tmp")
     tmp_stamp.write_text(json.dumps(stamp, indent=1) + "\n")

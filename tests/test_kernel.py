@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from batfeed import kernel
-from batfeed.kernel_build import _missing_tool
+from batfeed.kernel_build import _missing_tool, _stage
 
 REPO = Path(__file__).resolve().parent.parent
 BATFEED = [sys.executable, "-m", "batfeed"]
@@ -87,6 +87,46 @@ def test_a_stale_or_missing_kernel_is_set_aside(tmp_path: Path, monkeypatch: pyt
     assert "another Python" in kernel._decide()["why"]
     monkeypatch.setenv(kernel.ENV, "1")
     assert kernel._decide() == {"path": "pure", "why": "BATFEED_PURE=1", "modules": {}}
+
+
+def test_an_added_edited_or_removed_pxd_makes_the_kernel_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    src, kdir = tmp_path / "pkg" / "mod.py", tmp_path / "pkg" / "_kernel"
+    kdir.mkdir(parents=True)
+    src.write_text("x = 1\n")
+    (kdir / "m.so").write_bytes(b"")
+    for name, value in (("DIR", kdir), ("STAMP", kdir / "build.json"), ("ROOT", tmp_path),
+                        ("MODULES", ("pkg.mod",)), ("_choice", None)):
+        monkeypatch.setattr(kernel, name, value)
+    monkeypatch.delenv(kernel.ENV, raising=False)
+    rec = {"source": "pkg/mod.py", "sha256": kernel._digest(src), "so": "m.so"}
+    kernel.STAMP.write_text(json.dumps({"python": sys.implementation.cache_tag, "modules": {"pkg.mod": rec}}))
+    assert kernel._decide()["path"] == "compiled"
+    pxd = src.with_suffix(".pxd")
+    pxd.write_text("cdef class A:\n    cdef public object x\n")          # C types added since the build
+    assert "pkg/mod.pxd changed" in kernel._decide()["why"]
+    rec["pxd_sha256"] = kernel._digest(pxd)
+    kernel.STAMP.write_text(json.dumps({"python": sys.implementation.cache_tag, "modules": {"pkg.mod": rec}}))
+    assert kernel._decide()["path"] == "compiled"
+    pxd.write_text("cdef class A:\n    cdef public double x\n")          # edited
+    assert "pkg/mod.pxd changed" in kernel._decide()["why"]
+    pxd.unlink()                                                         # removed
+    assert "pkg/mod.pxd changed" in kernel._decide()["why"]
+
+
+def test_sources_are_staged_at_their_module_path_with_their_pxd(tmp_path: Path) -> None:
+    # schedulers/x.py is installed as batfeed.schedulers.x: Cython finds x.pxd (and a .pxd cimporting
+    # another) only in that package layout, which kernel_build recreates in its build directory
+    (tmp_path / "schedulers").mkdir()
+    (tmp_path / "schedulers" / "a.py").write_text("x = 1\n")
+    (tmp_path / "schedulers" / "a.pxd").write_text("cdef object x\n")
+    (tmp_path / "schedulers" / "b.py").write_text("y = 2\n")
+    staged = _stage({"batfeed.schedulers.a": str(tmp_path / "schedulers" / "a.py"),
+                     "batfeed.schedulers.b": str(tmp_path / "schedulers" / "b.py")}, tmp_path / "src")
+    pkg = tmp_path / "src" / "batfeed" / "schedulers"
+    assert staged == {"batfeed.schedulers.a": str(pkg / "a.py"), "batfeed.schedulers.b": str(pkg / "b.py")}
+    assert (pkg / "a.pxd").read_text() == "cdef object x\n" and not (pkg / "b.pxd").exists()
+    assert (pkg / "__init__.py").is_file() and (pkg.parent / "__init__.py").is_file()
 
 
 def test_select_refuses_to_switch_after_the_kernel_is_imported() -> None:
