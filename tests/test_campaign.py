@@ -111,3 +111,15 @@ def test_dask_without_address_starts_a_local_cluster(reference: Path, tmp_path: 
     assert proc.returncode == 0, proc.stderr
     assert "on a Dask LocalCluster of 2 worker process(es)" in proc.stdout
     pd.testing.assert_frame_equal(table(root), table(reference))
+
+
+def test_runs_are_dispatched_largest_workload_first_ties_in_spec_order(tmp_path):
+    from batfeed.campaign.execute import RunTask, longest_first
+
+    sizes = {"a": 10, "b": 300, "c": 10, "d": 2000}
+    tasks = []
+    for key, n in sizes.items():
+        (tmp_path / f"{key}.json").write_text("x" * n)
+        tasks.append(RunTask(key, str(tmp_path), str(tmp_path / f"{key}.json"), "p.xml", "easy", {}))
+    tasks.append(RunTask("e", str(tmp_path), str(tmp_path / "made-by-the-run.json"), "p.xml", "easy", {}))
+    assert [t.key for t in longest_first(tasks)] == ["d", "b", "a", "c", "e"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from batfeed.campaign.execute import RunTask, run_dask, run_local, utc_now
+from batfeed.campaign.execute import RunTask, longest_first, run_dask, run_local, utc_now
 from batfeed.campaign.expand import Run, expand
 from batfeed.campaign.inputs import Converted, convert_trace, platform_path
 from batfeed.campaign.model import Campaign, CampaignError
@@ -151,9 +151,9 @@ def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: st
 
     try:
         if tasks and executor == "local":
-            run_local(tasks, min(workers, len(tasks)), done)
+            run_local(longest_first(tasks), min(workers, len(tasks)), done)
         elif tasks:
-            run_dask(tasks, workers, address, done)
+            run_dask(longest_first(tasks), workers, address, done)
     except KeyboardInterrupt:
         interrupted = True
     except BaseException as err:        # e.g. no Dask scheduler at the address: say so in the manifest
