@@ -84,14 +84,22 @@ def worker(platform: str, workload: str, scheduler: str, options: str, driver: s
     sim = load_simulation(platform, [workload])
     load = time.perf_counter() - t0
     link = in_process_driver(make_scheduler(scheduler, json.loads(options)), driver)
+    # the sum of start times, compared with the C++ floor's, taken as each job finishes (the run frees
+    # its finished jobs): one call per job, under 1 % of the simulation time
+    starts = [0.0]
+    write_job = sim.tracer.write_job
+
+    def counted(job):
+        if job.start >= 0:
+            starts[0] += job.start
+        write_job(job)
+    sim.tracer.write_job = counted
     t1 = time.perf_counter()
     result = sim.run(link, None)
     wall = time.perf_counter() - t1
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    jobs = getattr(sim, "jobs", None)       # the sum of start times, compared with the C++ floor's
-    starts = sum(j.start for j in jobs.values() if j.start >= 0) if isinstance(jobs, dict) else None
     print(json.dumps({"load": load, "sim": wall, "sched": sim.scheduling_time, "messages": result.messages,
-                      "jobs": result.counts["submitted"], "driver": result.driver, "rss": rss, "sum_start": starts,
+                      "jobs": result.counts["submitted"], "driver": result.driver, "rss": rss, "sum_start": starts[0],
                       "kernel": kernel_state()}))
 
 
