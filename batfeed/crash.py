@@ -21,11 +21,14 @@ import os
 import sys
 import sysconfig
 import traceback
+from collections.abc import Callable
 from functools import cache
 from types import CodeType, FrameType, TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from batfeed.errors import BatfeedError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX = 300          # characters of an exception's message kept on the line
 
@@ -142,16 +145,29 @@ def _frames(tb: TracebackType | None) -> list[_Frame]:
     return out
 
 
-@cache
+_DISPATCHERS: set[CodeType] = set()   # the callers registered by the layers above (:func:`dispatcher`)
+
+
+def dispatcher(fn: F) -> F:
+    """Mark ``fn`` (e.g. :func:`batfeed.registry.make_scheduler`) as a function that calls a scheduler's
+    constructor or callbacks, so that a crash report names the frame it called."""
+    _DISPATCHERS.add(fn.__code__)
+    return fn
+
+
 def _dispatchers() -> frozenset[CodeType]:
     """The functions that call a scheduler's callbacks (or its constructor)."""
+    return _builtin_dispatchers() | _DISPATCHERS
+
+
+@cache
+def _builtin_dispatchers() -> frozenset[CodeType]:
     from batsim.batsim import Batsim
     from batsim.tools.launcher import instanciate_scheduler
 
     from batfeed.engine.direct import DirectDriver
-    from batfeed.registry import make_scheduler
     return frozenset({DirectDriver.exchange.__code__, Batsim._read_bat_msg.__code__, Batsim.__init__.__code__,
-                      make_scheduler.__code__, instanciate_scheduler.__code__})
+                      instanciate_scheduler.__code__})
 
 
 def _callback_frame(frames: list[_Frame]) -> _Frame | None:

@@ -13,7 +13,7 @@ import io
 import sys
 from typing import Any
 
-from batfeed.crash import load_error
+from batfeed.crash import dispatcher, load_error
 from batfeed.errors import BatfeedError
 
 BUILTIN = {
@@ -27,6 +27,7 @@ BUILTIN = {
 }
 
 
+@dispatcher
 def make_scheduler(name: str, options: dict[str, Any] | None = None) -> Any:
     """Import and construct scheduler ``name``.  An exception in its code (a syntax error, a missing
     import, a failing ``__init__``) is a one-line :class:`~batfeed.crash.SchedulerError`."""

@@ -36,7 +36,6 @@ import json
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,29 +43,10 @@ import numpy as np
 
 from batfeed.contention import room_by_job, summarise
 from batfeed.errors import BatfeedError, InputError
+from batfeed.validate_week import WeekResult
 
 WEEK = 7 * 86400.0
 WAIT_FIELDS = ("swf_wait", "trace_wait")
-
-
-@dataclass
-class WeekResult:
-    week: int
-    jobs: int                   # scored jobs
-    mean: float
-    median: float
-    std: float
-    wall: float
-    unscored: int = 0           # target-week jobs without recorded wait or not started
-    recorded: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    simulated: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    room: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool), repr=False)
-
-    @property
-    def contention(self) -> tuple[int, float, float, float]:
-        """(jobs, mean, median, std) of the error over contention-bound jobs (not "room" ones)."""
-        err = (self.simulated - self.recorded)[~self.room] if len(self.room) else np.zeros(0)
-        return (len(err), *summarise(err))
 
 
 # ---------------------------------------------------------------------------------------- inputs

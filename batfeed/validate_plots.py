@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator, NullFormatter, PercentFormatter
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from batfeed.validate import WeekResult
+    from batfeed.validate_week import WeekResult
 
 SIZE, DPI = (8.0, 4.5), 100
 RECORDED, SIMULATED = "#1f77b4", "#d62728"
