@@ -73,3 +73,74 @@ def test_a_finished_job_named_again_is_answered_as_batsim_does(tmp_path):
     wl = write_workload(tmp_path, [job(1, 0, 1, "p"), job(2, 20, 1, "p")], {"p": delay(10)})
     with pytest.raises(ProtocolError, match=f"EXECUTE_JOB w0!1: the job is {SUCCESS}"):
         run([wl], Scripted({0: [execute("w0!1", "0")], 20: [execute("w0!1", "0")]}))
+
+
+# ---------------------------------------------------------------------------------------- machines
+def _reference_time_in_states(changes, n, t_end, busy, unavail, areas):
+    """The previous accounting: every change (date, intervals) kept, scanned backwards at the end."""
+    from batfeed.engine.machines import COMPUTING, IDLE, UNAVAILABLE
+
+    seen, open_len = [False] * n, {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
+    for t, ivs in reversed(changes):
+        for a, b in ivs:
+            for m in range(a, b + 1):
+                if not seen[m]:
+                    seen[m] = True
+                    open_len[UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE] += t_end - t
+    for m in range(n):
+        if not seen[m]:
+            open_len[UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE] += t_end
+    out = {}
+    for state, area in zip((IDLE, COMPUTING, UNAVAILABLE), areas, strict=True):
+        value = area - open_len[state]
+        out[state] = 0.0 if abs(value) <= 1e-12 * max(area, 1.0) else value
+    return out
+
+
+def _ivs(machines):
+    """Sorted machine indices as merged intervals."""
+    out = []
+    for i in sorted(machines):
+        if out and out[-1][1] == i - 1:
+            out[-1] = (out[-1][0], i)
+        else:
+            out.append((i, i))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_machine_time_in_states_keeps_one_date_per_machine_and_sums_as_before(seed):
+    # the machines keep each one's last change (not every change: memory independent of the trace) and
+    # give the same floats as the scan over every change
+    from batfeed.engine.machines import Machines
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 40)
+    m = Machines([f"h{i}" for i in range(n)])
+    changes, running, t = [], [], 0.0
+    for _ in range(rng.randint(0, 300)):
+        t += rng.choice([0.0, 0.1, 1.0, rng.random() * 100])
+        free = [i for i in range(n) if not m.busy[i]]
+        r = rng.random()
+        if r < 0.45 and free:
+            ivs = _ivs(rng.sample(free, rng.randint(1, len(free))))
+            m.start(ivs, t)
+            running.append(ivs)
+        elif r < 0.85 and running:
+            ivs = running.pop(rng.randrange(len(running)))
+            changes.append((t, [(i, i) for a, b in ivs for i in range(a, b + 1) if not m.unavail[i]]))
+            m.end(ivs, t)
+        else:
+            down = [i for i in range(n) if m.unavail[i]]
+            up = [i for i in range(n) if not m.unavail[i]]
+            if down and (not up or rng.random() < 0.5):
+                ivs = _ivs(rng.sample(down, rng.randint(1, len(down))))
+                m.set_available(ivs, t)
+            else:
+                ivs = _ivs(rng.sample(up, rng.randint(1, len(up))))
+                m.set_unavailable(ivs, t)
+            changes.append((t, ivs))
+    expected = _reference_time_in_states(changes, n, m._t, m.busy, m.unavail,
+                                         (m.area_idle, m.area_computing, m.area_unavailable))
+    assert m.time_in_states() == expected
+    assert len(m.last) == n

@@ -11,8 +11,7 @@ Per-machine flags live in ``bytearray``s, so starting or ending a job on thousan
 a few C-level slice copies.  Time in each state is accumulated as an area (machines in the state x
 elapsed time) between changes; at the end the still-open period of every machine (from its last
 change to the last change of the platform) is taken back out, which gives exactly the sum of the
-closed periods.  A machine's last change is found then, from the end backwards (the last jobs and
-availability events; :meth:`Machines.time_in_states`), so no per-machine date is kept on the hot path.
+closed periods, from each machine's last change (one double per machine, :meth:`Machines.time_in_states`).
 """
 
 from __future__ import annotations
@@ -37,10 +36,9 @@ class Machines:
         self.nb_computing = 0               # machines in the COMPUTING state (not unavailable)
         self._t = 0.0                       # date of the last change of any machine
         self.area_idle = self.area_computing = self.area_unavailable = 0.0
-        # the changes a machine's last change can be (job ends and availability events): dates and
-        # machines, in time order; job starts never are (the job's end comes later)
-        self.change_t = array("d")
-        self.change_ivs: list[Sequence[tuple[int, int]]] = []
+        # each machine's last change (a job's end or an availability event; a job's start never is one,
+        # its end comes later), -1 while it has none: n doubles, whatever the trace's length
+        self.last = array("d", [-1.0]) * n
         # _machine_states.csv rows (time, nb_idle, nb_computing), one per job start or end; Batsim
         # writes no initial row
         self.row_t = array("d")
@@ -100,25 +98,24 @@ class Machines:
         busy = self.busy
         comp = self.nb_computing
         if not self.nb_unavailable:
+            last = self.last
             for a, b in ivs:
                 if a == b:
                     busy[a] = 0
+                    last[a] = t
                     comp -= 1
                 else:
                     busy[a:b + 1] = bytes(b - a + 1)
+                    last[a:b + 1] = array("d", [t]) * (b - a + 1)
                     comp -= b - a + 1
-            self.change_ivs.append(ivs)
         else:   # machines down stay UNAVAILABLE: for them the job's end is no state change
-            unavail = self.unavail
-            changed = []
+            unavail, last = self.unavail, self.last
             for a, b in ivs:
                 busy[a:b + 1] = bytes(b - a + 1)
                 for m in range(a, b + 1):
                     if not unavail[m]:
                         comp -= 1
-                        changed.append((m, m))
-            self.change_ivs.append(changed)
-        self.change_t.append(t)
+                        last[m] = t
         self.nb_computing = comp
         self.row_t.append(t)
         self.row_idle.append(self.n - self.nb_unavailable - comp)
@@ -131,8 +128,7 @@ class Machines:
                 self.nb_computing -= self.busy[m]
                 self.unavail[m] = 1
                 self.nb_unavailable += 1
-        self.change_t.append(t)
-        self.change_ivs.append(ivs)
+                self.last[m] = t
 
     def set_available(self, ivs: list[tuple[int, int]], t: float) -> None:
         self._advance(t)
@@ -141,39 +137,22 @@ class Machines:
                 self.unavail[m] = 0
                 self.nb_unavailable -= 1
                 self.nb_computing += self.busy[m]
-        self.change_t.append(t)
-        self.change_ivs.append(ivs)
+                self.last[m] = t
 
     def time_in_states(self) -> dict[str, float]:
         """Seconds spent in each state, closed periods only (Batsim's accounting).
 
-        The open period of a machine runs from its last change (found by scanning the changes
-        backwards until every machine is seen) to the platform's last change; it is taken out of
-        the area of the machine's final state.
+        The open period of a machine runs from its last change to the platform's last change; it is
+        taken out of the area of the machine's final state, latest changes first (machines that never
+        changed last, in index order: open since time 0), the order that fixes the float sums.
         """
-        t_end, n = self._t, self.n
-        seen = bytearray(n)
-        left = n
+        t_end, last = self._t, self.last
         open_len = {IDLE: 0.0, COMPUTING: 0.0, UNAVAILABLE: 0.0}
         unavail, busy = self.unavail, self.busy
-        k = len(self.change_t) - 1
-        while left and k >= 0:
-            t = self.change_t[k]
-            for a, b in self.change_ivs[k]:
-                if seen.find(0, a, b + 1) < 0:
-                    continue
-                for m in range(a, b + 1):
-                    if not seen[m]:
-                        seen[m] = 1
-                        left -= 1
-                        state = UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE
-                        open_len[state] += t_end - t
-            k -= 1
-        if left:                                  # never changed: open since time 0
-            for m in range(n):
-                if not seen[m]:
-                    state = UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE
-                    open_len[state] += t_end
+        for m in sorted(range(self.n), key=last.__getitem__, reverse=True):
+            t = last[m]
+            state = UNAVAILABLE if unavail[m] else COMPUTING if busy[m] else IDLE
+            open_len[state] += t_end - t if t >= 0 else t_end
         out = {}
         for state, area in ((IDLE, self.area_idle), (COMPUTING, self.area_computing),
                             (UNAVAILABLE, self.area_unavailable)):
