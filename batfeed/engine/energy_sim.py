@@ -23,12 +23,12 @@ from typing import Any
 
 from batfeed.engine import longdouble as ld
 from batfeed.engine.energy import EnergyModel
-from batfeed.engine.energy_switch import CurrentSwitches, SwitchesMixin, _Switch
+from batfeed.engine.energy_switch import SwitchingSimulator
 from batfeed.engine.kinds import E_ANSWER, M_DONE, M_SWITCHED, T_CALL, T_END, T_STEP, T_SWITCH
-from batfeed.engine.machines import COMPUTING, IDLE, EnergyMachines
+from batfeed.engine.machines import COMPUTING, IDLE
 from batfeed.engine.outputs import fmt
-from batfeed.engine.power import COMPUTATION, host_power
-from batfeed.engine.simulator import BATSIM_VERSION, SimulationResult, Simulator
+from batfeed.engine.power import COMPUTATION
+from batfeed.engine.simulator import BATSIM_VERSION, SimulationResult
 from batfeed.engine.workload import KILLED, REJECTED, RUNNING, Job
 from batfeed.errors import ProtocolError
 
@@ -40,18 +40,12 @@ def _take(q: Any, n: int) -> list:
     return out
 
 
-class EnergySimulator(SwitchesMixin, Simulator):
+class EnergySimulator(SwitchingSimulator):
     """:class:`~batfeed.engine.simulator.Simulator` with the energy model (see the module's docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
-        plat = self.platform
-        self.machines = EnergyMachines([h.name for h in plat.compute])
-        self.power = [host_power(h, plat.path) for h in (*plat.compute, *plat.storage)]
-        self.switch_usage = [0.0] * len(self.power)     # the load of a switch's flop on its machine
         self.energy = EnergyModel(self.power, self._usage)
-        self.switches = CurrentSwitches()
-        self.nb_switching = 0
         self.job_energy: dict[str, ld.LD] = {}          # consumed energy of the jobs' machines at their start
         self.tracer.energy = {}
         self.task_hosts: dict[str, list[int]] = {}      # a simple job's executors' machines (EXECUTE_JOB)
@@ -60,7 +54,6 @@ class EnergySimulator(SwitchesMixin, Simulator):
         self.tasks: dict[int, tuple[Job, dict[int, list[float]], Any, tuple]] = {}
         self.host_tasks: dict[int, list[int]] = {}
         self.job_tasks: dict[str, list[int]] = {}
-        self.running_switches: list[_Switch] = []
         self.recorded: list[Job] = []   # jobs written since the last message, with a task still running
         self.start_updates = 0      # energy updates (simcalls) of the executors started by the last decisions
         self.exec_updates = 0       # and of the executors ended since the last _post

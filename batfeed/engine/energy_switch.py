@@ -1,4 +1,4 @@
-"""SET_RESOURCE_STATE under Batsim 4.2.1's ``-E``: pstate changes and machine switches (:class:`SwitchesMixin`).
+"""SET_RESOURCE_STATE under Batsim 4.2.1's ``-E``: pstate changes and machine switches (:class:`SwitchingSimulator`).
 
 Following ``JsonProtocolReader::handle_set_resource_state`` and ``server_on_pstate_modification``
 (``src/protocol.cpp``, ``src/server.cpp``): a computation -> computation pstate change is immediate; a computation
@@ -13,16 +13,15 @@ message from the machine's host, ``server_on_switched``).  A request's machines 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from batfeed.engine import intervals
+from batfeed.engine.energy import EnergyModel
 from batfeed.engine.kinds import E_STATE_CHANGED, M_SWITCHED, T_SWITCH
-from batfeed.engine.machines import IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON
-from batfeed.engine.power import COMPUTATION, SLEEP
+from batfeed.engine.machines import IDLE, SLEEPING, SWITCHING_OFF, SWITCHING_ON, EnergyMachines
+from batfeed.engine.power import COMPUTATION, SLEEP, host_power
+from batfeed.engine.simulator import Simulator
 from batfeed.errors import ProtocolError
-
-if TYPE_CHECKING:
-    from batfeed.engine.energy_sim import EnergySimulator
 
 _STOI = re.compile(r"[ \t\n\v\f\r]*[+-]?\d+")
 
@@ -63,10 +62,25 @@ class CurrentSwitches:
         raise AssertionError(f"machine {machine} was not switching to pstate {target}")
 
 
-class SwitchesMixin:
-    """SET_RESOURCE_STATE, the switch actors and ``server_on_switched``, for :class:`EnergySimulator`."""
+class SwitchingSimulator(Simulator):
+    """The :class:`~batfeed.engine.simulator.Simulator` with the machines' power states: SET_RESOURCE_STATE, the
+    switch actors and ``server_on_switched``.  The layer above (:class:`~batfeed.engine.energy_sim.EnergySimulator`)
+    gives it the energy model (:attr:`energy`) and the parallel tasks on each machine (:attr:`host_tasks`)."""
 
-    def _msg_set_resource_state(self: EnergySimulator, data: dict[str, Any]) -> None:
+    energy: EnergyModel
+    host_tasks: dict[int, list[int]]
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        plat = self.platform
+        self.machines: EnergyMachines = EnergyMachines([h.name for h in plat.compute])
+        self.power = [host_power(h, plat.path) for h in (*plat.compute, *plat.storage)]
+        self.switch_usage = [0.0] * len(self.power)     # the load of a switch's flop on its machine
+        self.switches = CurrentSwitches()
+        self.nb_switching = 0
+        self.running_switches: list[_Switch] = []
+
+    def _msg_set_resource_state(self, data: dict[str, Any]) -> None:
         """``JsonProtocolReader::handle_set_resource_state``."""
         res, state = data.get("resources"), data.get("state")
         if len(data) != 2 or not isinstance(res, str) or not isinstance(state, str):
@@ -83,7 +97,7 @@ class SwitchesMixin:
             raise ProtocolError(f"SET_RESOURCE_STATE: state {state!r} is not an integer string (Batsim aborts)")
         self._do_set_resource_state(ivs, int(match.group()))
 
-    def _do_set_resource_state(self: EnergySimulator, ivs: list[tuple[int, int]], target: int) -> None:
+    def _do_set_resource_state(self, ivs: list[tuple[int, int]], target: int) -> None:
         """``server_on_pstate_modification``."""
         machines = [m for a, b in ivs for m in range(a, b + 1)]
         st = self.machines.st
@@ -151,14 +165,14 @@ class SwitchesMixin:
                 self.deferred.append((1.0, T_SWITCH, sw, self.power[m].speeds[sw.virtual]))
         self.machines.write_row(c)
 
-    def _switch_complete(self: EnergySimulator, ivs: list[tuple[int, int]], target: int) -> None:
+    def _switch_complete(self, ivs: list[tuple[int, int]], target: int) -> None:
         """The rest of ``mark_switch_as_done`` once a group is done, and its RESOURCE_STATE_CHANGED."""
         c = self.clock
         self.energy.pstate_row(c, ivs, target)
         self.energy.add_entry(c, "p")
         self.out.append((E_STATE_CHANGED, c, ivs, str(target)))
 
-    def _switches_due(self: EnergySimulator, t: float) -> None:
+    def _switches_due(self, t: float) -> None:
         """The switches whose flop ended (their timer left the timers) set their target pstate: in the first
         round, before the executors ending with them query energies."""
         if not self.running_switches:
@@ -174,13 +188,13 @@ class SwitchesMixin:
                 if sw.on:
                     self._speed_changed(m, sw.target)
 
-    def _switch_done(self: EnergySimulator, sw: _Switch, t: float) -> None:
+    def _switch_done(self, sw: _Switch, t: float) -> None:
         """The round after: the machine's new state, and its message to the server."""
         self._switches_due(t)
         self.running_switches.remove(sw)
         self.machines.set_state(sw.machine, IDLE if sw.on else SLEEPING, t)
 
-    def _speed_changed(self: EnergySimulator, m: int, pstate: int) -> None:
+    def _speed_changed(self, m: int, pstate: int) -> None:
         """The machine computes at its new computation pstate's speed (``CpuL07::on_speed_change``: the CPU
         constraint's bound is cores x that speed) from now on, for the tasks started from now on."""
         p = self.power[m]
@@ -195,9 +209,9 @@ class SwitchesMixin:
                 cnst.bound = p.cores * speed
                 self.ptasks.dirty = True
 
-    def _other(self: EnergySimulator, kind: int, a: Any) -> bool:
+    def _other(self, kind: int, a: Any) -> bool:
         if kind != M_SWITCHED:
-            return super()._other(kind, a)  # type: ignore[misc]
+            return super()._other(kind, a)
         # server_on_switched; the message's arrival ended a communication from the machine's host
         self.energy.refresh(a.machine, self.clock)
         done = self.switches.done(a.machine, a.target)
@@ -212,5 +226,5 @@ class SwitchesMixin:
             self._post_woken()
         return sent
 
-    def _finished(self: EnergySimulator) -> bool:
-        return self.nb_switching == 0 and super()._finished()  # type: ignore[misc]
+    def _finished(self) -> bool:
+        return self.nb_switching == 0 and super()._finished()
