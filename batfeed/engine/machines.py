@@ -11,7 +11,7 @@ Per-machine flags live in ``bytearray``s, so starting or ending a job on thousan
 a few C-level slice copies.  Time in each state is accumulated as an area (machines in the state x
 elapsed time) between changes; at the end the still-open period of every machine (from its last
 change to the last change of the platform) is taken back out, which gives exactly the sum of the
-closed periods, from each machine's last change (one double per machine, :meth:`Machines.time_in_states`).
+closed periods, from each machine's last change (one float per machine, :meth:`Machines.time_in_states`).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ class Machines:
         self._t = 0.0                       # date of the last change of any machine
         self.area_idle = self.area_computing = self.area_unavailable = 0.0
         # each machine's last change (a job's end or an availability event; a job's start never is one,
-        # its end comes later), -1 while it has none: n doubles, whatever the trace's length
-        self.last = array("d", [-1.0]) * n
+        # its end comes later), -1 while it has none: n floats, whatever the trace's length
+        self.last = [-1.0] * n
         # _machine_states.csv rows (time, nb_idle, nb_computing), one per job start or end; Batsim
         # writes no initial row
         self.row_t = array("d")
@@ -106,7 +106,7 @@ class Machines:
                     comp -= 1
                 else:
                     busy[a:b + 1] = bytes(b - a + 1)
-                    last[a:b + 1] = array("d", [t]) * (b - a + 1)
+                    last[a:b + 1] = [t] * (b - a + 1)
                     comp -= b - a + 1
         else:   # machines down stay UNAVAILABLE: for them the job's end is no state change
             unavail, last = self.unavail, self.last
