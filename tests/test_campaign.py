@@ -68,7 +68,10 @@ def test_uninterrupted_table(reference: Path) -> None:
 def test_sigint_half_way_then_resume_equals_uninterrupted(reference: Path, tmp_path: Path) -> None:
     root = tmp_path / "interrupted"
     cmd = [*CLI, "campaign", str(SPEC), "-o", str(root), "--workers", "1"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT back to its default in the child: a suite started in the background by a non-interactive shell
+    # inherits it ignored, and Python then never turns it into KeyboardInterrupt (the campaign would run on)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while len(complete_runs(root)) < 3 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)
