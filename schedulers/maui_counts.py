@@ -12,19 +12,15 @@ results made before issue 18 can be reproduced; :mod:`maui_nodes` is Maui 3's ow
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from batfeed.schedulers.jobqueue import Entry, ScanState
+from batfeed.schedulers.maui_core import JobInfo, MauiCore
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
-
-if TYPE_CHECKING:
-    from batfeed.schedulers.maui import JobInfo
 
 INF = float("inf")
 
 
-class CountMechanics:
-    """Mixed into :class:`~batfeed.schedulers.maui.Maui` (which provides the state used here)."""
+class MauiCounts(MauiCore):
+    """The count-based iteration on :class:`~batfeed.schedulers.maui_core.MauiCore`'s state."""
 
     def iterate_counts(self, now: float) -> None:
         wq, cfg = self.wq, self.cfg

@@ -1,0 +1,391 @@
+"""Maui 3's scheduler state below its iteration (:class:`MauiCore`): options, credentials and their limits,
+priorities, fairshare, the job lifecycle and the polling grid.  The iterations sit above it: the
+count-based one (:mod:`maui_counts`) and Maui's own node mechanics (:mod:`maui_nodes`), chosen by
+:class:`~batfeed.schedulers.maui.Maui` (whose docstring describes the model, models.md §F)."""
+
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+from batfeed.schedulers.backfill import BackfillScheduler, OptionError
+from batfeed.schedulers.fairshare import Fairshare
+from batfeed.schedulers.jobqueue import Entry, WaitQueue
+from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_nodes import Plan
+from batfeed.schedulers.options import Option, specs
+from batfeed.schedulers.policies import Policy
+from batfeed.schedulers.resources import Intervals, count, subtract, union
+from batsim.batsim import Job
+
+log = logging.getLogger("batfeed.schedulers")
+
+INF = float("inf")
+NEG_RETRY = 60.0        # s between re-examinations of jobs held for a negative priority (event-driven)
+_WARNED: set[str] = set()   # the maui.cfg warnings already said in this process
+KINDS = (("users", "user"), ("groups", "group"), ("accounts", "account"), ("classes", "class"))
+
+
+class JobInfo:
+    """What the priority and the limits need about a waiting or running job."""
+
+    __slots__ = ("user", "group", "account", "cls", "cred", "fs_terms", "keys", "limits", "cred_limits",
+                 "nodes", "others")
+
+    def __init__(self, user: str, group: str, account: str, cls: str, cred: float,
+                 fs_terms: list[tuple[tuple[str, str], float, Target]], limits: Cred | None,
+                 nodes: Intervals | None, others: Intervals,
+                 cred_limits: tuple[tuple[tuple[str, str], Cred], ...] = ()):
+        self.user, self.group, self.account, self.cls = user, group, account, cls
+        self.cred = cred                  # CREDWEIGHT · Σ sub-weight · credential priority
+        self.fs_terms = fs_terms          # (fairshare key, FS sub-weight, target) with a target
+        self.keys = (("user", user), ("group", group), ("account", account), ("class", cls))
+        self.limits = limits              # the class's CLASSCFG entry (or DEFAULT's), if any
+        self.cred_limits = cred_limits    # ((kind, name), entry) of USER/GROUP/ACCOUNTCFG with MAXJOB/MAXPROC
+        self.nodes = nodes                # HOSTLIST machines, None = all
+        self.others = others              # machines outside HOSTLIST
+
+
+def _field(job: Job, *names: str, default: str) -> str:
+    d = job.json_dict or {}
+    for n in names:
+        v = d.get(n)
+        if v is not None and v != "":
+            return str(v)
+    return default
+
+
+class MauiCore(BackfillScheduler):
+    OPTIONS = specs([BackfillScheduler.OPTIONS["on_machine_down"], BackfillScheduler.OPTIONS["maintenance"]], [
+        Option("config", "path", None, "maui.cfg (subset, see docs/maui.md; null: Maui 3.2's defaults)",
+               nullable=True, expect="the path of a maui.cfg"),
+        Option("interval", "number", None, "scheduling interval (RMPOLLINTERVAL): decisions only at first "
+               "submission + k*interval; null or 0: event-driven; absent: the config's RMPOLLINTERVAL if any",
+               minimum=0, nullable=True, unit="seconds"),
+        Option("poll", "bool", False, "with interval: iterate at every step while jobs wait (Maui's loop)"),
+        Option("mechanics", "choice", "nodes", "nodes: Maui 3's node reservations, priority pass and window "
+               "backfill (maui_nodes.py); counts: batfeed's earlier count-based model, as before issue 18",
+               choices=("nodes", "counts")),
+    ])
+    PROFILE_ENDS_IN_STEPS = True
+
+    def __init__(self, options: dict[str, Any] | None = None):
+        super().__init__(options)
+        cfg = self.cfg = load_config(self.opts["config"])
+        for w in cfg.warnings:
+            if w not in _WARNED:        # once per process: `batfeed validate` makes one Maui per week
+                _WARNED.add(w)
+                log.warning("%s", w)
+        iv = self.opts["interval"] if "interval" in self.options else cfg.rmpollinterval
+        self.interval: float | None = float(iv) if iv else None
+        self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
+        self._fs_on = cfg.fsweight != 0 and any(getattr(cfg, f"fs{k}weight") for _, k in KINDS)
+        self.info: dict[str, JobInfo] = {}
+        self._creds: dict[tuple[str, str], Cred | None] = {}
+        self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
+        self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
+        self.use_cred: dict[tuple[str, str], list[int]] = {}   # (kind, name) with a limit -> [machines, jobs]
+        self.run_info: dict[str, tuple[JobInfo, int]] = {}
+        self.nodesets: dict[str, Intervals] = {}               # class -> HOSTLIST machines
+        self._res: list[tuple[float, float, int]] = []          # this iteration's reservations (t, p̃, q)
+        self._pins: list[tuple[float, float, Intervals]] = []   # pinned machines (from, to, machines)
+        self._neg_held: dict[str, Entry] = {}                   # held for a negative priority
+        self._floor: int | None = None                            # min free machines from now on (cache)
+        self._deferred = False
+        # The priority order cannot change while nothing happens (no XFACTOR, no fairshare, and
+        # either negative priorities kept or no credential term to unclamp differently): an
+        # iteration with the state of one that started nothing is skipped (it would start nothing).
+        creds = cfg.credweight and any(getattr(cfg, f"{k}weight") for _, k in KINDS)
+        self._static = (not cfg.xfactorweight * cfg.serviceweight and not (self._fs_on and self.fs.enabled)
+                        and (cfg.enablenegjobpriority or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
+        if self.opts["mechanics"] == "nodes" and creds:
+            self._static = False     # integer priorities: credential terms and queue minutes may tie later
+        self._idle: tuple | None = None
+        self.t0: float | None = None                             # first submission: the interval grid
+        self._last_submit = -INF
+        self.iterations = 0
+        self.counts = self.opts["mechanics"] == "counts"
+        self.plan = Plan()
+        self._overrun: list[tuple[float, Job]] = []               # (release poll, job) of timed-out jobs
+        self._overrun_checked = False
+
+    def make_queue(self) -> WaitQueue:
+        return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration
+
+    # ---------------------------------------------------------------- priority
+    def _key(self, e: Entry, now: float) -> float:
+        return -self.priority(e, now)
+
+    def priority(self, e: Entry, now: float) -> float:
+        """Maui's priority of waiting entry ``e`` at ``now`` (schedulers/maui.py's docstring)."""
+        cfg, info = self.cfg, self.info[e.id]
+        p = info.cred
+        if self._fs_on:
+            fs = 0.0
+            for key, w, target in info.fs_terms:
+                fs += w * target.delta(self.fs.usage_pct(key))
+            p += cfg.fsweight * fs
+        wait = now - e.r
+        if not self.counts and self.interval is not None and self.t0 is not None:
+            # a job seen at the previous poll is ranked by its wait then (MPolicy.c MQueueSelectJobs sets
+            # EffQueueDuration after MQueuePrioritizeJobs; MPriority.c MJobGetStartPriority reads it)
+            iv = self.interval
+            if wait >= iv - 1e-9 and now - iv > self.t0 + 1e-6:
+                wait -= iv
+        serv = cfg.queuetimeweight * wait / 60.0
+        if cfg.xfactorweight:
+            serv += cfg.xfactorweight * (1.0 + wait / e.p if e.p < INF else 1.0)
+        p += cfg.serviceweight * serv
+        if not cfg.enablenegjobpriority and p < 1:
+            p = 1.0
+        if not self.counts:      # StartPriority is an integer (MQueue.c MQueuePrioritizeJobs), at most 1e9
+            p = float(math.trunc(min(p, 1e9)))
+        return p
+
+    def _cred(self, kind: str, name: str) -> Cred | None:
+        key = (kind, name)
+        if key not in self._creds:
+            self._creds[key] = self.cfg.cred(kind, name)
+        return self._creds[key]
+
+    def _job_info(self, job: Job) -> JobInfo:
+        cfg: MauiConfig = self.cfg
+        user = _field(job, "user", default="DEFAULT")
+        group = _field(job, "group", default="DEFAULT")
+        account = _field(job, "account", "project", "group", default="DEFAULT")
+        cls = _field(job, "queue_name", "queue", "partition", default="DEFAULT")
+        names = {"users": user, "groups": group, "accounts": account, "classes": cls}
+        cred = 0.0
+        fs_terms = []
+        cred_limits = []
+        for kind, short in KINDS:
+            entry = self._cred(kind, names[kind])
+            if entry is None:
+                continue
+            if kind != "classes" and (entry.maxjob is not None or entry.maxnode is not None):
+                cred_limits.append(((short, names[kind]), entry))
+            w = getattr(cfg, f"{short}weight")
+            if w and entry.priority:
+                cred += w * entry.priority
+            fw = getattr(cfg, f"fs{short}weight")
+            if fw and entry.fstarget is not None:
+                fs_terms.append(((short, names[kind]), fw, entry.fstarget))
+        limits = self._cred("classes", cls)
+        nodes = self.nodesets.get(cls)
+        if nodes is None:
+            nodes = self.nodesets.get("DEFAULT")
+        others = subtract([(0, self.nb_machines - 1)], nodes) if nodes is not None else []
+        return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others,
+                       tuple(cred_limits))
+
+    # ---------------------------------------------------------------- callbacks
+    def onSimulationBegins(self) -> None:
+        super().onSimulationBegins()
+        names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
+        for cls, entry in self.cfg.classes.items():
+            if entry.hostlist is None:
+                continue
+            ivs: Intervals = []
+            for tok in entry.hostlist:
+                m = re.fullmatch(r"(\d+)(?:-(\d+))?", tok)
+                if m:
+                    a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+                    if b < a or b >= self.nb_machines:
+                        raise OptionError(f"CLASSCFG[{cls}] HOSTLIST: machines {tok} do not exist "
+                                          f"(the platform has {self.nb_machines})")
+                elif tok in names:
+                    a = b = names[tok]
+                else:
+                    raise OptionError(f"CLASSCFG[{cls}] HOSTLIST: unknown host '{tok}'")
+                ivs = union(ivs, [(a, b)])
+            self.nodesets[cls] = ivs
+
+    def onJobSubmission(self, job: Job) -> None:
+        self._last_submit = self.bs.time()
+        if self.t0 is None:
+            self.t0 = self._last_submit
+        super().onJobSubmission(job)
+
+    def on_submit(self, job: Job) -> None:
+        info = self._job_info(job)
+        why = self._never(job, info)
+        if why:
+            self.reject(job, why)
+            return
+        self.info[job.id] = info
+        super().on_submit(job)
+
+    def planned_walltime(self, job: Job) -> float | None:
+        """The request kept by ``batfeed convert --overrun`` (Batsim's walltime is request + overrun)."""
+        rw = (job.json_dict or {}).get("requested_walltime")
+        if self.cfg.jobmaxoverrun is not None and not self._overrun_checked:
+            self._check_overrun(job, rw)
+        return float(rw) if rw is not None else None
+
+    def _check_overrun(self, job: Job, rw: float | None) -> None:
+        """maui.cfg's JOBMAXOVERRUN X only takes effect through the workload (Batsim enforces the
+        walltime): warn once when the first job with a walltime was not converted with --overrun X."""
+        wall, x = job.requested_time, self.cfg.jobmaxoverrun
+        if wall is None or wall <= 0:
+            return
+        self._overrun_checked = True
+        if x == INF:
+            log.warning("maui.cfg JOBMAXOVERRUN -1 (no limit): Batsim still kills job %s at its walltime %g s; "
+                        "convert with a large --overrun to come close", job.id, wall)
+        elif rw is None:
+            log.warning("maui.cfg JOBMAXOVERRUN %g s has no effect: Batsim kills jobs at their walltime; convert the "
+                        "trace with batfeed convert --overrun %g (job %s has no requested_walltime)", x, x, job.id)
+        elif abs(wall - float(rw) - x) > 1e-6:
+            log.warning("maui.cfg JOBMAXOVERRUN %g s, but the workload extends requests by %g s (job %s: walltime "
+                        "%g, requested_walltime %g): convert with --overrun %g", x, wall - float(rw), job.id, wall,
+                        float(rw), x)
+
+    def _never(self, job: Job, info: JobInfo) -> str | None:
+        c, q = info.limits, job.requested_resources
+        if c is not None:
+            wall = job.requested_time
+            if c.maxwclimit is not None and wall is not None and wall > c.maxwclimit:
+                return f"walltime {wall:g} s exceeds MAXWCLIMIT {c.maxwclimit:g} s of class {info.cls}"
+            for name, lim in (("MAXNODEPERJOB", c.maxnodeperjob), ("MAXNODE", c.maxnode),
+                              ("MAXNODEPERUSER", c.maxnodeperuser)):
+                if lim is not None and q > lim:
+                    return f"requests {q} machines, more than {name} {lim} of class {info.cls}"
+        if info.nodes is not None and q > count(info.nodes):
+            return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
+        for (kind, name), c in info.cred_limits:
+            if c.maxnode is not None and q > c.maxnode:
+                return f"requests {q} machines, more than MAXPROC {c.maxnode} of {kind} {name}"
+        return None
+
+    def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
+        super().launch(e, ivs, now)
+        info = self.info[e.id]
+        self.run_info[e.id] = (info, e.q)
+        for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
+            u = table.setdefault(key, [0, 0])
+            u[0] += e.q
+            u[1] += 1
+        for key, _ in info.cred_limits:
+            u = self.use_cred.setdefault(key, [0, 0])
+            u[0] += e.q
+            u[1] += 1
+        self.fs.start(info.keys, e.q, now)
+
+    def onJobCompletion(self, job: Job) -> None:
+        if (self.interval is not None and not self.counts and job.id in self.running
+                and job.job_state == Job.State.COMPLETED_WALLTIME_REACHED
+                and (job.json_dict or {}).get("requested_walltime") is not None):
+            # Maui cancels a job past walltime + JOBMAXOVERRUN after the first pass at which
+            # now - start exceeds it, and its nodes are free at the next poll (MSys.c MSysCheck ->
+            # MLimit.c MLimitEnforceAll); Batsim killed it at that limit: hold its nodes till then.
+            now = self.bs.time()
+            release = self._next_grid(now) + self.interval
+            self._overrun.append((release, job))
+            if len(self.wq):
+                self._call(release)
+            return
+        self._complete(job)
+
+    def _release_overruns(self, now: float) -> None:
+        due = [job for t, job in self._overrun if t <= now + 1e-9]
+        if due:
+            self._overrun = [(t, j) for t, j in self._overrun if t > now + 1e-9]
+            for job in due:
+                self._complete(job)
+
+    def _complete(self, job: Job) -> None:
+        got = self.run_info.pop(job.id, None)
+        if got is not None:
+            info, q = got
+            for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
+                u = table[key]
+                u[0] -= q
+                u[1] -= 1
+            for key, _ in info.cred_limits:
+                u = self.use_cred[key]
+                u[0] -= q
+                u[1] -= 1
+            self.fs.stop(info.keys, q, self.bs.time())
+        self.info.pop(job.id, None)
+        super().onJobCompletion(job)
+
+    # ---------------------------------------------------------------- interval mode
+    def _on_grid(self, now: float) -> bool:
+        k = round((now - self.t0) / self.interval)
+        return abs(now - (self.t0 + k * self.interval)) <= 1e-6
+
+    def _next_grid(self, now: float) -> float:
+        k = math.floor((now - self.t0) / self.interval + 1e-9) + 1
+        t = self.t0 + k * self.interval
+        return t if t > now else t + self.interval
+
+    def _call(self, t: float) -> None:
+        if t not in self._calls:
+            self._calls.add(t)
+            self.bs.wake_me_up_at(t)
+
+    def onNoMoreEvents(self) -> None:
+        now = self.bs.time()
+        if self._overrun:
+            self._release_overruns(now)
+        if self.interval is not None and self.t0 is not None:
+            # Maui's simulator runs its first pass one poll after the first submission (MSim.c)
+            if self._on_grid(now) and (self.counts or now > self.t0 + 1e-6):
+                self._changed = self._changed or self._deferred or (self.opts["poll"] and len(self.wq) > 0)
+                self._deferred = False
+            elif self._changed or self._deferred:
+                self._deferred, self._changed = True, False
+                if len(self.wq):
+                    self._call(self._next_grid(now))
+        super().onNoMoreEvents()
+        if self.interval is not None and self.opts["poll"] and len(self.wq):
+            self._call(self._next_grid(now))
+        if self._neg_held:
+            self._retry_negative(now)
+        if self._overrun and len(self.wq):
+            self._call(min(t for t, _ in self._overrun))
+
+    def _retry_negative(self, now: float) -> None:
+        cfg = self.cfg
+        held = [e for e in self._neg_held.values() if e.where >= 0]
+        self._neg_held = {}
+        if not held:
+            return
+        rising = cfg.serviceweight * cfg.queuetimeweight > 0 or cfg.serviceweight * cfg.xfactorweight > 0
+        if rising:
+            self._call(self._next_grid(now) if self.interval is not None else now + NEG_RETRY)
+        elif not self.running and len(self.wq) == len(held):
+            for e in held:
+                self.wq.remove(e)
+                self.info.pop(e.id, None)
+                self.reject(e.job, "negative priority with REJECTNEGPRIOJOBS TRUE, and nothing left that "
+                                   "could raise it")
+            self.flush()
+
+    def _held(self, e: Entry, info: JobInfo) -> bool:
+        """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
+        cfg = self.cfg
+        if cfg.enablenegjobpriority and cfg.rejectnegpriojobs and -e.kp[0] < 0:
+            self._neg_held[e.id] = e
+            return True
+        for key, lim in info.cred_limits:
+            u = self.use_cred.get(key, (0, 0))
+            if (lim.maxnode is not None and u[0] + e.q > lim.maxnode) or \
+                    (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
+                return True
+        c = info.limits
+        if c is None:
+            return False
+        if c.maxjob is not None or c.maxnode is not None:
+            u = self.use_cls.get(info.cls, (0, 0))
+            if (c.maxnode is not None and u[0] + e.q > c.maxnode) or (c.maxjob is not None and u[1] + 1 > c.maxjob):
+                return True
+        if c.maxjobperuser is not None or c.maxnodeperuser is not None:
+            u = self.use_user.get((info.cls, info.user), (0, 0))
+            if (c.maxnodeperuser is not None and u[0] + e.q > c.maxnodeperuser) or \
+                    (c.maxjobperuser is not None and u[1] + 1 > c.maxjobperuser):
+                return True
+        return False
