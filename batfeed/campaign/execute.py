@@ -262,14 +262,12 @@ def longest_first(tasks: list[RunTask]) -> list[RunTask]:
     """``tasks`` in the order to dispatch them: the largest workload file first (Graham's LPT rule, within
     4/3 of the best makespan on identical workers; a run's cost grows with its jobs), ties in spec order.
     Dispatch order changes no result: each run is independent and the table follows the spec."""
-    def size(t: RunTask) -> int:
+    def size(t: RunTask) -> int:           # sorted() calls it once per task
         try:
             return os.path.getsize(t.workload)
         except OSError:
             return 0
-    sizes = {t.key: size(t) for t in tasks}
-    return sorted(tasks, key=lambda t: -sizes[t.key])
-
+    return sorted(tasks, key=size, reverse=True)
 
 
 Done = Callable[[RunTask, dict[str, Any] | None, str | None], None]   # (task, record, or a lost run's error)
