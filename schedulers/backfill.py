@@ -161,7 +161,7 @@ class BackfillScheduler(BatfeedScheduler):
 
     def make_queue(self) -> WaitQueue:
         o = self.opts
-        return WaitQueue(o["policy"], o.get("backfill_policy"), o.get("theta"))
+        return WaitQueue(o["policy"], o.get("backfill_policy"), o.get("theta"), o.get("ties", "oldest"))
 
     # ---------------------------------------------------------------- decisions
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:

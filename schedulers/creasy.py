@@ -76,4 +76,4 @@ class Creasy(Easy):
 
     def make_queue(self) -> WaitQueue:
         o = self.opts
-        return WaitQueue(creasy_policy(float(o["alpha"])), o.get("backfill_policy"), o.get("theta"))
+        return WaitQueue(creasy_policy(float(o["alpha"])), o.get("backfill_policy"), o.get("theta"), o["ties"])

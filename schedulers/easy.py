@@ -6,6 +6,7 @@ Options (pybatsim ``-o`` JSON, ``batfeed simulate --options``)::
     policy           primary order P, one of the 12 of models.md §A or a registered key (FCFS)
     backfill_policy  backfill order B (default: P)
     theta            starvation threshold Θ in seconds (144000 = 40 h); null disables it
+    ties             "oldest" (default: equal keys by arrival) or "newest" (the authors' ocst; jobqueue.py)
     reservation      "count" (default) or "machines"
     on_machine_down  "ignore" (default), "kill-resubmit", "kill-drop"   (see backfill.py)
     maintenance      planned windows, or an events file path            (see backfill.py)
@@ -17,7 +18,8 @@ started) sorted by expected end s + p̃ (ties: start order) give back their mach
 are free — that end is the *shadow* time and the surplus then, ``extra``, is what the head leaves
 (counted at the job that crosses q_head, as in the pseudo-code and in the authors' simulator
 ocst, so jobs ending at the same instant after it are not counted); one greedy pass over the other
-jobs in order B (starved ones first) starts every job with
+jobs in order B (starved ones first; with ``ties: "newest"`` as in ocst's ``easy.ml``, the rest of Q
+sorted stably by B) starts every job with
 ``q <= free and (now + p̃ <= shadow or q <= extra)``, ``extra -= q`` for those ending after the
 shadow.  A job without walltime has p̃ = inf: it only backfills on ``extra`` machines, and when
 running jobs without walltime hold what the head needs, the shadow is inf and every job that fits
@@ -48,7 +50,7 @@ machines outside the windows its span would overlap are free.
 from __future__ import annotations
 
 from batfeed.schedulers.backfill import BackfillScheduler
-from batfeed.schedulers.jobqueue import Entry, ScanState
+from batfeed.schedulers.jobqueue import TIES, Entry, ScanState
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
 
@@ -60,6 +62,9 @@ class Easy(BackfillScheduler):
         Option("backfill_policy", "policy", None, "backfill order B (null: the same as policy)", nullable=True),
         Option("theta", "number", 144000.0, "starvation threshold: jobs waiting longer go first, by submission "
                "(null: none)", minimum=0, nullable=True, unit="seconds"),
+        Option("ties", "choice", "oldest", "order of equal keys: oldest (by arrival; starved jobs first in the "
+               "backfill order) or newest (the authors' simulator ocst: newest first, and B's ties follow the "
+               "primary order, starved jobs ranked by B)", choices=TIES),
         Option("reservation", "choice", "count", "count: the head reserves a number of machines (the paper); "
                "machines: the lowest machines free at its reserved start (batsched easy_bf)",
                choices=("count", "machines")),

@@ -10,6 +10,12 @@
   waiting longer than Θ go first, by submission; they move to their own index once, at the first
   decision after crossing Θ).  Static policies keep their index; dynamic ones (SEXP, LEXP) are
   re-keyed and re-sorted at each decision (O(n log n), [TUNE] does the same).
+- Ties (``ties``): ``"oldest"`` (default) orders equal keys by arrival; ``"newest"`` follows the
+  authors' simulator (freuk/ocst ``engine.ml``/``easy.ml``, models.md §A "What the authors actually
+  ran"): a submission is prepended to the waiting list and every sort is stable, so equal keys go
+  newest first, starved jobs of equal submit times too; and the backfill list is the rest of the
+  primary order sorted stably by B, so B's ties follow the primary order and starved jobs are
+  ranked by B like the others (in ``"oldest"`` they come first, and B's ties go by arrival).
 """
 
 from __future__ import annotations
@@ -23,14 +29,15 @@ from batfeed.schedulers.policies import Policy, get_policy
 
 INF = float("inf")
 BIG = 1 << 62
+TIES = ("oldest", "newest")   # order of equal keys: by arrival, or newest first (the authors' ocst)
 
 
 class Entry:
     """A waiting job: submit time r, requested time p (inf without walltime), size q, arrival seq."""
 
-    __slots__ = ("job", "id", "r", "p", "q", "seq", "kp", "kb", "where")
+    __slots__ = ("job", "id", "r", "p", "q", "seq", "tie", "kp", "kb", "ks", "where")
 
-    def __init__(self, job: Any, seq: int):
+    def __init__(self, job: Any, seq: int, tie: int | None = None):
         self.job = job
         self.id: str = job.id
         self.r = float(job.submit_time)
@@ -38,8 +45,10 @@ class Entry:
         self.p = float(wall) if wall is not None and wall > 0 else INF
         self.q: int = job.requested_resources
         self.seq = seq
+        self.tie = seq if tie is None else tie   # second component of the keys: seq, or -seq (newest first)
         self.kp: Any = None
         self.kb: Any = None
+        self.ks: Any = None     # key in the starved index
         self.where = 0          # 0: main indexes, 1: starved index, -1: gone
 
     def __repr__(self) -> str:
@@ -234,11 +243,25 @@ def _orders(policy: str | Policy, backfill_policy: str | Policy | None) -> tuple
     return P, (b if b.name != P.name else None)
 
 
-def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], now: float) -> None:
+def _rank(e: Entry) -> tuple:
+    """Position of ``e`` in the primary order Q (starved by their key, then the others by P)."""
+    return (0, e.ks) if e.where == 1 else (1, e.kp)
+
+
+def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], now: float,
+           rank: bool = False) -> None:
     """Key ``entries`` with ``pol`` at ``now`` (stored in ``entry.<attr>``) and make them ``index``'s content.
 
-    A policy with a vectorised key (``Policy.vkey``, e.g. CREASY's) is evaluated on numpy arrays and
-    sorted with ``lexsort`` on (key, seq): the same keys and order as the per-entry path."""
+    Keys are (key, tie), or (key, *Q-rank) with ``rank`` (ties "newest": B's ties follow Q).  A policy
+    with a vectorised key (``Policy.vkey``, e.g. CREASY's) is evaluated on numpy arrays and sorted with
+    ``lexsort`` on (key, tie): the same keys and order as the per-entry path."""
+    if rank:
+        items = [((pol.key(e, now), *_rank(e)), e) for e in entries]
+        for k, e in items:
+            setattr(e, attr, k)
+        items.sort(key=lambda it: it[0])
+        index.rebuild(items)
+        return
     if pol.vkey is not None:
         ents = list(entries)
         if len(ents) > 32:
@@ -246,7 +269,7 @@ def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], 
 
             r = np.fromiter((e.r for e in ents), float, len(ents))
             p = np.fromiter((e.p for e in ents), float, len(ents))
-            seq = np.fromiter((e.seq for e in ents), np.int64, len(ents))
+            seq = np.fromiter((e.tie for e in ents), np.int64, len(ents))
             keys = pol.vkey(r, p, now)
             order = np.lexsort((seq, keys)).tolist()
             kl, sl = keys.tolist(), seq.tolist()
@@ -261,7 +284,7 @@ def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], 
         entries = ents
     items = []
     for e in entries:
-        k = (pol.key(e, now), e.seq)
+        k = (pol.key(e, now), e.tie)
         setattr(e, attr, k)
         items.append((k, e))
     items.sort(key=lambda it: it[0])
@@ -272,14 +295,17 @@ class WaitQueue:
     """Waiting jobs in the order Q of models.md §A: starved jobs (now − r > Θ) by submission, then P."""
 
     def __init__(self, policy: str | Policy = "FCFS", backfill_policy: str | Policy | None = None,
-                 theta: float | None = None):
+                 theta: float | None = None, ties: str = "oldest"):
         """``policy``/``backfill_policy``: a registered name (:mod:`policies`) or a :class:`Policy`
-        object (e.g. Maui's priority, a scheduler's own order)."""
-        self.P, self.B = _orders(policy, backfill_policy)
+        object (e.g. Maui's priority, a scheduler's own order); ``ties``: one of :data:`TIES`."""
+        if ties not in TIES:
+            raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+        self.newest = ties == "newest"
         self.theta = theta
+        self.P, self.B = self._orders(policy, backfill_policy)
         self.main = QueueIndex()                       # order P
-        self.main_b = QueueIndex() if self.B else None  # order B
-        self.starved = QueueIndex()                    # (r, seq)
+        self.main_b = QueueIndex() if self.B else None  # order B (ties "newest": starved jobs too)
+        self.starved = QueueIndex()                    # (r, tie); ties "newest": (r, kp)
         self._arrivals: list[tuple[float, int, Entry]] = []   # heap for Θ promotion
         self.seq = 0
         self.new: list[Entry] = []                     # submitted since the scheduler last cleared it
@@ -289,29 +315,50 @@ class WaitQueue:
     def __len__(self) -> int:
         return self.n
 
+    def _orders(self, policy: str | Policy, backfill_policy: str | Policy | None) -> tuple[Policy, Policy | None]:
+        """(P, B), B None when one index serves both orders.  With ties "newest" and Θ, B is kept
+        even when it is P: starved jobs are first in Q but ranked by B in the backfill order."""
+        P, B = _orders(policy, backfill_policy)
+        if B is None and self.newest and self.theta is not None:
+            B = P
+        return P, B
+
     def set_policies(self, policy: str | Policy, backfill_policy: str | Policy | None, now: float) -> None:
         """Change P (and B; None: the same as P) at ``now``: the waiting jobs not starved are re-keyed
         and both indexes rebuilt, as if the queue had been built with these orders (ties stay by
-        arrival); starved jobs keep their submission order."""
+        arrival, or newest first); starved jobs keep their submission order."""
         entries = list(self.main)
-        self.P, self.B = _orders(policy, backfill_policy)
+        self.P, self.B = self._orders(policy, backfill_policy)
         self.dynamic = self.P.dynamic or (self.B is not None and self.B.dynamic)
         _rekey(self.P, self.main, "kp", entries, now)
+        if self.newest and len(self.starved):          # their ties follow the new P
+            self._rekey_starved(now)
         self.main_b = None
         if self.B is not None:
             self.main_b = QueueIndex()
-            _rekey(self.B, self.main_b, "kb", entries, now)
+            if self.newest:
+                _rekey(self.B, self.main_b, "kb", list(self.starved) + entries, now, rank=True)
+            else:
+                _rekey(self.B, self.main_b, "kb", entries, now)
+
+    def _rekey_starved(self, now: float) -> None:
+        """Ties "newest": starved jobs are ordered by (r, P's key at ``now``) (ocst sorts Q by r, stably)."""
+        starved = list(self.starved)
+        for e in starved:
+            e.kp = (self.P.key(e, now), e.tie)
+            e.ks = (e.r, e.kp)
+        self.starved.rebuild(sorted(((e.ks, e) for e in starved), key=lambda it: it[0]))
 
     def push(self, job: Any, now: float, walltime: float | None = None) -> Entry:
         """Queue ``job``; ``walltime``: plan with this requested time instead of the job's."""
-        e = Entry(job, self.seq)
+        e = Entry(job, self.seq, -self.seq if self.newest else self.seq)
         if walltime is not None:
             e.p = walltime if walltime > 0 else INF
         self.seq += 1
-        e.kp = (self.P.key(e, now), e.seq)
+        e.kp = (self.P.key(e, now), e.tie)
         self.main.add(e.kp, e)
         if self.main_b is not None and self.B is not None:
-            e.kb = (self.B.key(e, now), e.seq)
+            e.kb = (self.B.key(e, now), 1, e.kp) if self.newest else (self.B.key(e, now), e.tie)
             self.main_b.add(e.kb, e)
         if self.theta is not None:
             heapq.heappush(self._arrivals, (e.r, e.seq, e))
@@ -321,7 +368,9 @@ class WaitQueue:
 
     def remove(self, e: Entry) -> None:
         if e.where == 1:
-            self.starved.remove((e.r, e.seq))
+            self.starved.remove(e.ks)
+            if self.newest and self.main_b is not None:
+                self.main_b.remove(e.kb)
         elif e.where == 0:
             self.main.remove(e.kp)
             if self.main_b is not None:
@@ -344,13 +393,27 @@ class WaitQueue:
                     if self.main_b is not None:
                         self.main_b.remove(e.kb)
                     e.where = 1
-                    self.starved.add((e.r, e.seq), e)
+                    e.ks = (e.r, e.kp) if self.newest else (e.r, e.tie)   # ocst: a stable sort of Q by r
+                    self.starved.add(e.ks, e)
+                    if self.newest and self.main_b is not None:   # still ranked by B, now as a starved job
+                        e.kb = (e.kb[0], 0, e.ks)
+                        self.main_b.add(e.kb, e)
                     changed = True
         if not self.dynamic:
             return changed
-        for pol, index, attr in ((self.P, self.main, "kp"), (self.B, self.main_b, "kb")):
-            if pol is not None and pol.dynamic and index is not None and len(index):
-                _rekey(pol, index, attr, index, now)
+        if self.P.dynamic and len(self.main):
+            _rekey(self.P, self.main, "kp", self.main, now)
+            changed = True
+        if self.newest and self.P.dynamic and len(self.starved):   # their ties follow P's keys at now
+            self._rekey_starved(now)
+            changed = True
+        B, main_b = self.B, self.main_b
+        if B is not None and main_b is not None and len(main_b):
+            if self.newest and (B.dynamic or self.P.dynamic):     # B's keys hold Q's ranks
+                _rekey(B, main_b, "kb", list(main_b), now, rank=True)
+                changed = True
+            elif B.dynamic:
+                _rekey(B, main_b, "kb", main_b, now)
                 changed = True
         return changed
 
@@ -364,17 +427,25 @@ class WaitQueue:
         return list(self.starved) + list(self.main)
 
     def backfill_order(self) -> list[Entry]:
-        """Starved jobs by submission, then the others in order B."""
+        """Starved jobs by submission, then the others in order B (ties "newest": every job in order B)."""
+        if self.newest:
+            return list(self.main_b if self.main_b is not None else self.main)
         return list(self.starved) + list(self.main_b if self.main_b is not None else self.main)
 
     def backfill_key(self, e: Entry) -> tuple:
-        """Position of ``e`` in the backfill order (starved jobs first, then B)."""
+        """Position of ``e`` in the backfill order (starved jobs first, then B; or B for all)."""
+        if self.newest:
+            return e.kb if self.main_b is not None else e.kp
         if e.where == 1:
-            return (0, (e.r, e.seq))
+            return (0, e.ks)
         return (1, e.kb if self.main_b is not None else e.kp)
 
     def scan(self, st: ScanState) -> Iterator[Entry]:
-        """Backfill candidates (see :meth:`QueueIndex.scan`): starved jobs first, then order B."""
+        """Backfill candidates (see :meth:`QueueIndex.scan`): starved jobs first, then order B
+        (ties "newest": all in order B, where the starved jobs also are)."""
+        if self.newest and self.main_b is not None:
+            yield from self.main_b.scan(st)
+            return
         yield from self.starved.scan(st)
         if st.free > 0:
             yield from (self.main_b if self.main_b is not None else self.main).scan(st)

@@ -134,7 +134,7 @@ class TunedEasy(Easy):
         if self.feedback:
             o = self.opts
             self.whatif = WhatIf(self.nb_machines, {"theta": o["theta"], "reservation": o["reservation"],
-                                                    "backfill_policy": o["backfill_policy"]})
+                                                    "backfill_policy": o["backfill_policy"], "ties": o["ties"]})
         self._record_choice(0, 0.0, None, {})
 
     def onBeforeEvents(self) -> None:

@@ -82,7 +82,7 @@ def never_contend(jobs: Sequence[PastJob], nb_machines: int) -> bool:
 class WhatIf:
     """Replays of past jobs under EASY(P, Θ) on ``nb_machines`` identical machines.
 
-    ``options``: the EASY options every replay shares (``theta``, ``backfill_policy``,
+    ``options``: the EASY options every replay shares (``theta``, ``backfill_policy``, ``ties``,
     ``reservation``); the policy is given per call.  ``replays`` counts the simulations run and
     ``skipped`` the replays the exact shortcut avoided (for the log and the measurements).
     """
