@@ -432,6 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_resample_parser(sub)  # adapters/resample_cli.py
 
+    from batfeed.reproduce.cli import add_reproduce_parser
+
+    add_reproduce_parser(sub)  # batfeed/reproduce/cli.py
+
     s = sub.add_parser("schedulers", help="list the built-in schedulers and user models with their options "
                                           "and defaults")
     s.set_defaults(func=cmd_schedulers)
