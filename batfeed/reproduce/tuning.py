@@ -1,0 +1,153 @@
+"""``batfeed reproduce tuning``: Tables 3 and 4 of Gaussier, Lelong, Reis, Trystram, *Online Tuning of
+EASY-Backfilling using Queue Reordering Policies* (models.md §A), in two named configurations:
+
+- ``paper-text``: what the paper says: backfill in the order P (Alg. 1), Θ = 40 h, equal keys by
+  arrival, batfeed's weekly user resampler (104 weeks, weeks drawn with replacement; docs/resample.md);
+- ``authors-workflow``: what the authors ran (models.md §A "What the authors actually ran"): a fixed
+  backfill order B for every run (obps: SQF; ``--backfill`` to change it), Θ = 200,000 s, equal keys
+  newest first with B's ties following the primary order (ocst; EASY option ``ties: "newest"``), and
+  the public resampler: a per-user permutation of the log's interior calendar weeks (``permute``).
+
+Each configuration is a campaign (resumable: a second invocation reuses every finished run) in
+``OUT/CONFIG``: every log cleaned with the paper's extra filter (``filter = "tune"``), R resamples
+(seeds 1..R), EASY(P, Θ) for the 12 policies and ``tuned_easy`` for random, full, noisy, bandit ×
+week, day.  Printed and written to ``OUT/CONFIG/tables.md``: each cell as paper · batfeed pooled
+[10 %, 90 %] · verdict (:mod:`batfeed.reproduce.tuning_tables`).
+
+    batfeed reproduce tuning --quick                      # KTH-SP2, R = 3: a few minutes on 2 cores
+    batfeed reproduce tuning --resamples 60 --workers 2   # the paper's R on the logs found (days)
+    batfeed reproduce tuning --config authors-workflow --traces KTH-SP2 --fixed-only --resamples 60
+
+Full scale: R = 60 on KTH-SP2, CTC-SP2, SDSC-SP2, SDSC-BLUE, UniLu-Gaia and CEA-Curie (the paper's
+ANL-Intrepid is not in ../shared/data).  ``--resample none`` simulates each cleaned log once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from batfeed.reproduce import REPO, common_arguments, data_dir, default_out
+from batfeed.reproduce.tuning_tables import POLICIES, STRATEGIES, report
+
+NAME = "tuning"
+LOGS = {   # trace -> PWA file (None: shipped with batfeed)
+    "KTH-SP2": None,
+    "CTC-SP2": "CTC-SP2-1996-3.1-cln.swf.gz",
+    "SDSC-SP2": "SDSC-SP2-1998-4.2-cln.swf.gz",
+    "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
+    "UniLu-Gaia": "UniLu-Gaia-2014-1.swf.gz",
+    "CEA-Curie": "CEA-Curie-2011-2.1-cln.swf.gz",
+}
+METRICS = ["nb_jobs", "nb_executed", "wait.mean", "bounded_slowdown.mean", "utilisation", "makespan"]
+
+
+@dataclass(frozen=True)
+class Config:
+    theta: float
+    ties: str
+    backfill: str | None          # None: B = P
+    resample: str                 # weekly, permute or none
+    weeks: int | None             # weekly only
+
+    def easy_options(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"theta": self.theta, "ties": self.ties}
+        if self.backfill:
+            out["backfill_policy"] = self.backfill
+        return out
+
+    def describe(self) -> str:
+        res = {"weekly": f"weekly resampler, {self.weeks} weeks, with replacement",
+               "permute": "per-user permutation of the interior calendar weeks (the log's length)",
+               "none": "each cleaned log once, no resampling"}[self.resample]
+        return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}, {res}")
+
+
+CONFIGS = {
+    "paper-text": Config(theta=144000.0, ties="oldest", backfill=None, resample="weekly", weeks=104),
+    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="SQF", resample="permute", weeks=None),
+}
+
+
+def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], strategies: list[tuple[str, str]],
+             name: str) -> dict[str, Any]:
+    """The campaign of one configuration (a mapping :func:`batfeed.campaign.load_spec` checks)."""
+    entries = []
+    for tname, path in traces:
+        entry: dict[str, Any] = {"name": tname, "path": path, "filter": "tune"}
+        if config.resample == "weekly":
+            entry["resample_weeks"] = config.weeks
+        elif config.resample == "permute":
+            entry["resample"] = "permute"
+        entries.append(entry)
+    schedulers: list[dict[str, Any]] = [{"name": "easy", "options": {**config.easy_options(), "policy": POLICIES}}]
+    if strategies:          # the grid strategies x periods
+        schedulers.append({"name": "tuned_easy", "options": {
+            **config.easy_options(), "strategy": list(dict.fromkeys(s for s, _ in strategies)),
+            "period": list(dict.fromkeys(p for _, p in strategies))}})
+    return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
+            "traces": entries, "schedulers": schedulers}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="batfeed reproduce tuning", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    common_arguments(p, NAME)
+    p.add_argument("--config", choices=[*CONFIGS, "both"], default="both", help="which configuration (default both)")
+    p.add_argument("--traces", nargs="+", choices=list(LOGS), metavar="TRACE",
+                   help=f"traces (default: those found; --quick: KTH-SP2): {', '.join(LOGS)}")
+    p.add_argument("--resamples", type=int, metavar="R", help="R resamples, seeds 1..R (default 60; --quick 3)")
+    p.add_argument("--weeks", type=int, metavar="W", help="paper-text: resample length (default 104; --quick 26)")
+    p.add_argument("--backfill", metavar="POLICY", help="authors-workflow: the fixed backfill order (default SQF, "
+                                                        "obps; the 2018 workflow used SPF)")
+    p.add_argument("--resample", choices=["weekly", "permute", "none"], help="override the configuration's resampler")
+    p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    quick = args.quick
+    r = args.resamples or (3 if quick else 60)
+    if r < 1:
+        raise SystemExit("batfeed reproduce tuning: --resamples must be >= 1")
+    wanted = args.traces or (["KTH-SP2"] if quick else list(LOGS))
+    traces = []
+    for t in wanted:
+        f = LOGS[t]
+        if f is None:
+            traces.append((t, "KTH-SP2"))
+            continue
+        d = data_dir(args, [f], optional=args.traces is None)
+        if d is None:
+            print(f"batfeed reproduce tuning: note: {t} skipped: {f} not found (--data DIR)", file=sys.stderr)
+            continue
+        traces.append((t, str(d / f)))
+    strategies = [] if args.fixed_only else STRATEGIES
+    out = default_out(args, NAME)
+    from batfeed.campaign import load_spec, run_campaign
+
+    for key in (CONFIGS if args.config == "both" else [args.config]):
+        c = CONFIGS[key]
+        if key == "authors-workflow" and args.backfill:
+            c = Config(c.theta, c.ties, args.backfill.upper(), c.resample, c.weeks)
+        if args.resample:
+            c = Config(c.theta, c.ties, c.backfill, args.resample, c.weeks or 104)
+        if c.resample == "weekly" and (args.weeks or quick):
+            c = Config(c.theta, c.ties, c.backfill, c.resample, args.weeks or 26)
+        spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}")
+        table = run_campaign(load_spec(spec, base=REPO), out / key, workers=args.workers, executor=args.executor,
+                             scheduler_address=args.scheduler_address, dry_run=args.summary_only, log=print)
+        text = report(table, [t for t, _ in traces], f"{key}: {c.describe()}, R = {r}")
+        (out / key).mkdir(parents=True, exist_ok=True)
+        (out / key / "tables.md").write_text(text + "\n", encoding="utf-8")
+        print("\n" + text + f"\n\n(written to {out / key / 'tables.md'})")
+        if args.summary_only:
+            print(f"{int((table['status'] == 'ok').sum())} of {len(table)} runs finished so far")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

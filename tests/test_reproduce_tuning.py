@@ -1,0 +1,108 @@
+"""``batfeed reproduce tuning``'s arithmetic: Impr pooled over resamples and its 10-90 % band (models.md §A),
+the cells and verdicts, and the two configurations' campaigns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from batfeed.reproduce import tuning_tables
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return tuning_tables
+
+
+def rows(trace: str, column: str, waits: dict[int, tuple[float, int]]) -> list[dict]:
+    """Campaign rows: seed -> (mean wait, executed jobs) of EASY(policy) or tuned_easy 'strategy period'."""
+    out = []
+    for seed, (mean, n) in waits.items():
+        row = {"trace": trace, "seed": seed, "status": "ok", "wait.mean": mean, "nb_executed": n}
+        if " " in column:
+            strategy, period = column.split()
+            row.update({"scheduler": "tuned_easy", "options.strategy": strategy, "options.period": period,
+                        "options.policy": None})
+        else:
+            row.update({"scheduler": "easy", "options.policy": column})
+        out.append(row)
+    return out
+
+
+def test_impr_is_pooled_over_resamples_with_its_band(mod):
+    # W(FCFS) = 100, 300, 600 over three resamples; W(SQF) = 50, 300, 300; W(full day) only on seeds 1, 2
+    table = pd.DataFrame(rows("T", "FCFS", {1: (10.0, 10), 2: (30.0, 10), 3: (60.0, 10)})
+                         + rows("T", "SQF", {1: (5.0, 10), 2: (15.0, 20), 3: (30.0, 10)})
+                         + rows("T", "full day", {1: (20.0, 10), 2: (15.0, 10)})
+                         + [{"trace": "T", "seed": 4, "status": "failed", "scheduler": "easy",
+                             "options.policy": "FCFS", "wait.mean": None, "nb_executed": None}])
+    w = mod.totals(table)
+    assert w[("T", "FCFS")] == {1: 100.0, 2: 300.0, 3: 600.0} and w[("T", "SQF")][2] == 300.0
+    pooled, lo, hi, n = mod.impr(w, "T", "SQF")
+    assert n == 3 and pooled == pytest.approx(100 * (650 - 1000) / 1000)          # -35 %, not the mean of -50, 0, -50
+    per = [-50.0, 0.0, -50.0]
+    assert (lo, hi) == (pytest.approx(np.percentile(per, 10)), pytest.approx(np.percentile(per, 90)))
+    pooled, _, _, n = mod.impr(w, "T", "full day")                                   # paired with FCFS seeds 1, 2
+    assert n == 2 and pooled == pytest.approx(100 * (350 - 400) / 400)
+    assert mod.impr(w, "T", "LAF") is None
+    assert mod.cell(mod.impr(w, "T", "SQF"), -5).text() == "-5 | -35 [-50, -10] | sign agrees"
+    assert mod.cell(mod.impr(w, "T", "SQF"), -40).text() == "-40 | -35 [-50, -10] | within band"
+    assert mod.cell(mod.impr(w, "T", "SQF"), +20, "a reason").text() == "+20 | -35 [-50, -10] | differs: a reason"
+    assert mod.cell(mod.impr(w, "T", "SQF"), +20).verdict == "DIFFERS"
+    assert mod.cell(None, -16).text() == "-16 | - | not run"
+
+
+def test_order_checks_state_each_claim(mod):
+    got = {"full week": (-20.0, 0, 0, 3), "noisy week": (-19.0, 0, 0, 3), "bandit week": (-10.0, 0, 0, 3),
+           "random week": (-5.0, 0, 0, 3)}
+    line = mod.order_checks("T", (-22.0, 0, 0, 3), got)
+    assert "week: Full -20.0 (+2.0 pts from best fixed), Noisy -19.0 (≈ Full), Bandit -10.0 (between Random and " \
+           "Full), Random -5.0 (better than FCFS)" in line
+    assert "day: incomplete" in line
+
+
+def test_pairs_compare_the_paper_labels_as_printed_and_exchanged(mod):
+    # KTH-SP2 paper: SRF -8, LRF -13.  Ours: SRF -13 %, LRF -8 % (exchanged): distances 10 as printed, 0 exchanged
+    table = pd.DataFrame(rows("KTH-SP2", "FCFS", {1: (10.0, 10)}) + rows("KTH-SP2", "SRF", {1: (8.7, 10)})
+                         + rows("KTH-SP2", "LRF", {1: (9.2, 10)}))
+    text = mod.pairs(mod.totals(table), ["KTH-SP2"])
+    line = [x for x in text.splitlines() if x.startswith("| KTH-SP2")][0]
+    assert line == "| KTH-SP2 | - | - | - | 10 / 0 | - |"
+
+
+def test_report_counts_sign_disagreements_and_the_ranking(mod):
+    """One trace of the 44 cells: LAF's sign disagrees (no documented reason on KTH), SRF's has one."""
+    waits = {"FCFS": 100.0, "LAF": 80.0, "SRF": 120.0, "SQF": 84.0, "full week": 88.0, "noisy week": 89.0,
+             "bandit week": 95.0, "random week": 97.0}
+    table = pd.DataFrame([r for col, w in waits.items() for r in rows("KTH-SP2", col, {1: (w, 1), 2: (w, 1)})])
+    text = mod.report(table, ["KTH-SP2"], "test")
+    assert "| KTH-SP2 (R = 2) |" in text
+    assert "+15 · -20 [-20, -20] · DIFFERS" in text                                  # LAF: paper +15, ours -20
+    assert "-8 · +20 [+20, +20] · differs: Table 3's EXP and RF columns fit the exchanged labels" in text
+    assert "Sign disagreements on the 11 cells of KTH-SP2, SDSC-BLUE, UniLu-Gaia, CEA-Curie run: 2" in text
+    assert "Table 4's ranking holds on 1 of 1 (trace, period): KTH-SP2 week" in text
+
+
+def test_the_two_configurations_make_the_campaigns_they_name():
+    from batfeed.campaign import load_spec
+    from batfeed.reproduce import REPO
+    from batfeed.reproduce.tuning import CONFIGS, campaign
+    from batfeed.reproduce.tuning_tables import STRATEGIES
+
+    paper = campaign(CONFIGS["paper-text"], [("KTH-SP2", "KTH-SP2")], [1, 2], STRATEGIES, "t")
+    assert paper["traces"][0]["resample_weeks"] == 104 and "resample" not in paper["traces"][0]
+    assert paper["schedulers"][0]["options"] == {"theta": 144000.0, "ties": "oldest", "policy": mod_policies()}
+    authors = campaign(CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")], [1], [], "t")
+    assert authors["traces"][0]["resample"] == "permute" and len(authors["schedulers"]) == 1
+    assert authors["schedulers"][0]["options"]["backfill_policy"] == "SQF"
+    assert authors["schedulers"][0]["options"]["ties"] == "newest"
+    assert authors["schedulers"][0]["options"]["theta"] == 200000.0
+    camp = load_spec(paper, base=REPO)
+    assert len(camp.traces) == 1
+
+
+def mod_policies():
+    from batfeed.reproduce.tuning_tables import POLICIES
+
+    return POLICIES
