@@ -26,13 +26,13 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from batfeed.errors import BatfeedError, InputError
 
-__all__ = ["METHOD", "WEEK", "Resampled", "WeeklyLog", "resample_weekly", "write_workload_file"]
+__all__ = ["METHOD", "WEEK", "JobTable", "Resampled", "WeeklyLog", "resample_weekly", "write_workload_file"]
 
 WEEK = 604_800  # seconds
 METHOD = "weekly-user (Gaussier, Lelong, Reis, Trystram, Online Tuning of EASY-Backfilling)"
@@ -62,9 +62,10 @@ def job_time_user(job: dict[str, Any], i: int, source: str) -> tuple[float, Any]
     return t, user
 
 
-class WeeklyLog:
-    """A workload prepared for resampling: its jobs grouped by (user, complete week), once for any
-    number of draws.  Build it with :meth:`load`."""
+class JobTable:
+    """A workload's jobs checked once for resampling: subtimes, users (sorted, ranked), profile codes, and
+    each job's JSON text for the writers.  The resamplers build on it (:class:`WeeklyLog`;
+    ``resample_permute.PermuteLog``).  Build one with :meth:`load`."""
 
     def __init__(self, data: dict[str, Any], source: str = "in-memory", sha256: str | None = None):
         jobs, profiles = data.get("jobs"), data.get("profiles")
@@ -87,31 +88,15 @@ class WeeklyLog:
             if (code := pindex.get(profile) if isinstance(profile, str) else None) is None:
                 raise InputError(f"job {job['id']}: profile {job.get('profile')!r} is not in 'profiles'", source)
             subtime[i], pcode[i], users[i] = t, code, user
+        self.subtime, self.pcode = subtime, pcode
         self.users = sorted(set(users), key=_user_key)
         rank = {u: r for r, u in enumerate(self.users)}
-        ucode = np.fromiter((rank[u] for u in users), np.int64, n)
+        self.ucode = np.fromiter((rank[u] for u in users), np.int64, n)  # each job's user rank
         self.anonymous = users.count(None)
-        self.origin = float(subtime.min())
-        rel = subtime - self.origin
-        self.span = float(rel.max())
-        self.log_weeks = int(self.span // WEEK)  # complete weeks: (i + 1)·WEEK <= span
-        if self.log_weeks < 1:
-            raise InputError(f"the jobs span {self.span / 86400:.2f} days: less than one complete week to draw from",
-                             source)
-        week = (rel // WEEK).astype(np.int64)
-        self.offset = rel - week * WEEK
-        self.pcode = pcode
-        drawable = np.flatnonzero(week < self.log_weeks)
-        self.undrawable = n - len(drawable)  # jobs of the partial last week
-        cell = ucode[drawable] * self.log_weeks + week[drawable]
-        # jobs sorted by (user, week) cell, input order within a cell; counts and starts per cell
-        self.by_cell = drawable[np.argsort(cell, kind="stable")]
-        self.counts = np.bincount(cell, minlength=len(self.users) * self.log_weeks)
-        self.starts = np.cumsum(self.counts) - self.counts
         self._tails: list[str | None] = [None] * n  # each used job's JSON after id and subtime
 
     @classmethod
-    def load(cls, workload: dict[str, Any] | str | Path, source: str | Path | None = None) -> WeeklyLog:
+    def load(cls, workload: dict[str, Any] | str | Path, source: str | Path | None = None) -> Self:
         """From a workload dict or a Batsim workload JSON file (plain or gzip/xz-compressed); ``source``:
         the file it was converted from (e.g. an SWF trace), named in errors and recorded with its sha256."""
         if isinstance(workload, dict):
@@ -123,6 +108,46 @@ class WeeklyLog:
         with shown.open("rb") as raw:
             sha = hashlib.file_digest(raw, "sha256").hexdigest()
         return cls(data, str(shown), sha)
+
+    def provenance(self) -> dict[str, Any]:
+        """``source`` (the file's name, or "in-memory") and ``source_sha256`` (None for a dict)."""
+        return {"source": Path(self.source).name if self.sha256 else self.source, "source_sha256": self.sha256}
+
+    def _tail(self, i: int) -> str:
+        """Job ``i``'s JSON after its subtime, up to its drawn week: ``, "k": v, ..., "resampled_from":
+        ID, "resampled_week": `` (encoded once per source job, reused by every copy and seed)."""
+        tail = self._tails[i]
+        if tail is None:
+            job = self.data["jobs"][i]
+            rest = {k: v for k, v in job.items() if k not in ("id", "subtime", *_ADDED)}
+            tail = self._tails[i] = ((", " + _encode(rest)[1:-1]) if rest else "") + \
+                f', "resampled_from": {_encode(job["id"])}, "resampled_week": '
+        return tail
+
+
+class WeeklyLog(JobTable):
+    """A workload prepared for weekly resampling: its jobs grouped by (user, complete week), once for
+    any number of draws.  Build it with :meth:`load`."""
+
+    def __init__(self, data: dict[str, Any], source: str = "in-memory", sha256: str | None = None):
+        super().__init__(data, source, sha256)
+        n = len(self.subtime)
+        self.origin = float(self.subtime.min())
+        rel = self.subtime - self.origin
+        self.span = float(rel.max())
+        self.log_weeks = int(self.span // WEEK)  # complete weeks: (i + 1)·WEEK <= span
+        if self.log_weeks < 1:
+            raise InputError(f"the jobs span {self.span / 86400:.2f} days: less than one complete week to draw from",
+                             source)
+        week = (rel // WEEK).astype(np.int64)
+        self.offset = rel - week * WEEK
+        drawable = np.flatnonzero(week < self.log_weeks)
+        self.undrawable = n - len(drawable)  # jobs of the partial last week
+        cell = self.ucode[drawable] * self.log_weeks + week[drawable]
+        # jobs sorted by (user, week) cell, input order within a cell; counts and starts per cell
+        self.by_cell = drawable[np.argsort(cell, kind="stable")]
+        self.counts = np.bincount(cell, minlength=len(self.users) * self.log_weeks)
+        self.starts = np.cumsum(self.counts) - self.counts
 
     def draws(self, weeks: int, seed: int) -> np.ndarray:
         """The original week of each (simulated week, user rank): an int64 array (weeks, users)."""
@@ -145,44 +170,33 @@ class WeeklyLog:
         k = np.repeat(np.arange(weeks * nu) // nu, count)
         subtime = k * float(WEEK) + self.offset[src]
         order = np.argsort(subtime, kind="stable")
+        info: dict[str, Any] = {"method": METHOD, **self.provenance(), "weeks": int(weeks), "seed": int(seed),
+                                "week_seconds": WEEK, "log_weeks": self.log_weeks, "log_origin": self.origin,
+                                "source_unix_start": self.data.get("unix_start"), "jobs_in": len(self.subtime),
+                                "jobs_out": total, "users": len(self.users), "anonymous_jobs": self.anonymous,
+                                "draws": DRAWS}
         return Resampled(self, int(weeks), int(seed), drawn, src[order], subtime[order],
-                         np.repeat(drawn.ravel(), count)[order])
-
-    def _tail(self, i: int) -> str:
-        """Job ``i``'s JSON after its subtime, up to its drawn week: ``, "k": v, ..., "resampled_from":
-        ID, "resampled_week": `` (encoded once per source job, reused by every copy and seed)."""
-        tail = self._tails[i]
-        if tail is None:
-            job = self.data["jobs"][i]
-            rest = {k: v for k, v in job.items() if k not in ("id", "subtime", *_ADDED)}
-            tail = self._tails[i] = ((", " + _encode(rest)[1:-1]) if rest else "") + \
-                f', "resampled_from": {_encode(job["id"])}, "resampled_week": '
-        return tail
+                         np.repeat(drawn.ravel(), count)[order], info)
 
 
 @dataclass
 class Resampled:
     """One resample: the source job of each output job (``src``), its new ``subtime`` and the
-    original week it was drawn from, in output order (output job ``i`` has id ``i``)."""
+    original week it was drawn from, in output order (output job ``i`` has id ``i``); ``drawn``: the
+    original week of each (output week, user rank), an int64 array (weeks, users)."""
 
-    log: WeeklyLog
+    log: JobTable
     weeks: int
     seed: int
     drawn: np.ndarray
     src: np.ndarray
     subtime: np.ndarray
     week_from: np.ndarray
+    info: dict[str, Any]    # the ``batfeed_resample`` entry
 
     def top(self) -> dict[str, Any]:
         """The top-level entries: ``nb_res`` and ``batfeed_resample``."""
-        log = self.log
-        info: dict[str, Any] = {"method": METHOD, "source": Path(log.source).name if log.sha256 else log.source,
-                                "source_sha256": log.sha256, "weeks": self.weeks, "seed": self.seed,
-                                "week_seconds": WEEK, "log_weeks": log.log_weeks, "log_origin": log.origin,
-                                "source_unix_start": log.data.get("unix_start"), "jobs_in": len(log.data["jobs"]),
-                                "jobs_out": len(self.src), "users": len(log.users),
-                                "anonymous_jobs": log.anonymous, "draws": DRAWS}
-        return {"nb_res": log.data["nb_res"], "batfeed_resample": info}
+        return {"nb_res": self.log.data["nb_res"], "batfeed_resample": self.info}
 
     def profiles(self) -> dict[str, Any]:
         """The profiles the output jobs use, in the source's order."""

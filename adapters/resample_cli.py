@@ -1,6 +1,9 @@
 """``batfeed resample weekly WORKLOAD --weeks W --seed S [--count R] -o OUT.json``: the weekly user
 resampling of Gaussier, Lelong, Reis, Trystram, *Online Tuning of EASY-Backfilling*
 (models.md §A "Protocol"; :mod:`batfeed.adapters.resample`, docs/resample.md).
+``batfeed resample permute WORKLOAD --seed S [--count R] -o OUT.json``: the authors' public sampler (freuk/ocst
+``src/sampler.ml``): per user, a permutation of the log's interior calendar weeks (models.md §A "What the authors
+actually ran"; :mod:`batfeed.adapters.resample_permute`).
 ``batfeed resample users ... [--load F]``: Zakay & Feitelson's user-based resampling (models.md §E;
 :mod:`batfeed.users.zf_resample`).
 ``batfeed resample validate ORIGINAL RESAMPLE ...``: per-user marginals, weekly profile, locality and Hurst
@@ -15,14 +18,16 @@ from pathlib import Path
 
 from batfeed.errors import BatfeedError
 
-__all__ = ["add_resample_parser", "cmd_resample", "cmd_resample_users", "cmd_resample_validate", "output_paths"]
+__all__ = ["add_resample_parser", "cmd_resample", "cmd_resample_permute", "cmd_resample_users", "cmd_resample_validate",
+           "output_paths"]
 
 
 def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Add ``resample`` and its ``weekly`` method to ``sub`` (an argparse sub-parsers object)."""
+    """Add ``resample`` and its methods to ``sub`` (an argparse sub-parsers object)."""
     s = sub.add_parser("resample", help="resample a workload into new traces (the online-tuning paper's weekly "
-                                        "user resampling; docs/resample.md)",
-                       description="Resample a Batsim workload; 'batfeed resample weekly --help' for the options.")
+                                        "user resampling, its authors' week permutation, ...; docs/resample.md)",
+                       description="Resample a Batsim workload; 'batfeed resample METHOD --help' for a method's "
+                                   "options.")
     methods = s.add_subparsers(dest="method", metavar="METHOD", required=True, title="methods")
     text = ("for each simulated week and each user, copy the user's jobs of a uniformly drawn complete week of the "
             "log, at their offsets in the week (Gaussier et al., Online Tuning of EASY-Backfilling)")
@@ -34,6 +39,15 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
                    help="length of each resampled trace in weeks (default 104: the paper's 2 years)")
     _seeded_outputs(w)
     w.set_defaults(func=cmd_resample)
+    text = ("the authors' public sampler (freuk/ocst src/sampler.ml): for each user, a random permutation of the log's "
+            "interior calendar weeks, jobs at their offsets in the week; the first and last weeks are dropped, so a "
+            "resample is as long as the log")
+    p = methods.add_parser("permute", help=text, description=text)
+    p.add_argument("workload", metavar="WORKLOAD", help="Batsim workload JSON (plain or .gz), or an SWF trace "
+                                                        "(converted on the fly); weeks are counted on the SWF submit "
+                                                        "times (swf_submit) when the jobs carry them, else on subtime")
+    _seeded_outputs(p)
+    p.set_defaults(func=cmd_resample_permute)
     text = ("Zakay & Feitelson's user-based resampling: long-term users (span > 12 weeks) with restarts and "
             "temporary users arriving weekly, whole-week shifts, load factor f (users/zf_resample.py)")
     u = methods.add_parser("users", help=text, description=text)
@@ -68,7 +82,7 @@ def add_resample_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPar
 
 
 def _seeded_outputs(p: argparse.ArgumentParser) -> None:
-    """``--seed``, ``--count`` and ``-o``: what both methods share (checked by :func:`checked_outputs`)."""
+    """``--seed``, ``--count`` and ``-o``: what the methods share (checked by :func:`checked_outputs`)."""
     p.add_argument("--seed", type=int, required=True, metavar="S", help="seed of numpy.random.default_rng (>= 0)")
     p.add_argument("--count", type=int, default=1, metavar="R",
                    help="write R resamples, seeds S .. S+R-1, as OUT_seed{S}.json (default 1: OUT itself)")
@@ -182,11 +196,11 @@ def output_paths(output: str | Path, seeds: range) -> list[Path]:
 
 
 def checked_outputs(args: argparse.Namespace) -> tuple[range, list[Path]]:
-    """The seeds and output files of ``--weeks/--seed/--count/-o`` (both methods), checked before any
+    """The seeds and output files of ``[--weeks]/--seed/--count/-o`` (every method), checked before any
     work: one-line errors for bad values, compressed outputs other than gzip, unwritable paths."""
     from batfeed.outpaths import writable_file
 
-    if args.weeks < 1:
+    if getattr(args, "weeks", 1) < 1:
         raise BatfeedError(f"--weeks must be >= 1 (got {args.weeks})")
     if args.seed < 0:
         raise BatfeedError(f"--seed must be >= 0 (got {args.seed})")
@@ -225,5 +239,28 @@ def cmd_resample(args: argparse.Namespace) -> int:
         res.write(path)
         written.append(path)
         print(f"wrote {path}: {args.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
+              f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
+    return 0
+
+
+def cmd_resample_permute(args: argparse.Namespace) -> int:
+    """Run ``batfeed resample permute``: check the arguments and outputs, load once, write each seed."""
+    from batfeed.adapters.resample_permute import PermuteLog
+    from batfeed.adapters.workload import workload_or_swf
+
+    seeds, paths = checked_outputs(args)
+    t0 = time.perf_counter()
+    with workload_or_swf(args.workload, "resample") as (workload, _):
+        log = PermuteLog.load(workload, source=args.workload)
+    print(f"read {args.workload}: {len(log.subtime)} jobs, {len(log.users)} users, calendar weeks {log.first_week}.."
+          f"{log.last_week} of the {log.clock} clock: {log.interior} interior weeks permuted ({len(log.kept)} jobs), "
+          f"{log.dropped} jobs of the first and last weeks dropped, in {time.perf_counter() - t0:.2f} s")
+    if log.anonymous:
+        print(f"note: {log.anonymous} jobs have no user: permuted together as one anonymous user")
+    for seed, path in zip(seeds, paths, strict=True):
+        t1 = time.perf_counter()
+        res = log.resample(seed)
+        res.write(path)
+        print(f"wrote {path}: {res.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
               f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
     return 0

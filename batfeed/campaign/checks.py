@@ -26,6 +26,7 @@ SWF_OPTIONS = ("unit", "procs_per_node", "walltime_fallback", "over_request", "z
 TRACE_KEYS = ("name", "path", "format", "shake", "max_jobs", "load", "resample_weeks", "resample",
               "resample_load", "resample_rb_npw")
 NAMED_TRACES = ("KTH-SP2",)        # shipped with batfeed (package data)
+RESAMPLE_METHODS = ("weekly", "permute", "users")
 
 
 def filters() -> dict[str, Any]:
@@ -83,22 +84,27 @@ def check_traces(c: Checker, value: Any, weekly: bool = False) -> list[TraceSpec
         weeks = int(c.number(entry.get("resample_weeks", 0), at(where, "resample_weeks"), 0, integer=True,
                              maximum=MAX_WEEKS))
         method = entry.get("resample", "weekly")
-        if method not in ("weekly", "users"):
-            raise c.fail(at(where, "resample"), f"must be \"weekly\" or \"users\", got {show(method)}"
-                                                f"{close(str(method), ('weekly', 'users'))}")
+        if method not in RESAMPLE_METHODS:
+            raise c.fail(at(where, "resample"), f"must be \"weekly\", \"permute\" or \"users\", got {show(method)}"
+                                                f"{close(str(method), RESAMPLE_METHODS)}")
+        permute = method == "permute"   # as long as the log (its interior weeks): no resample_weeks
+        if permute and "resample_weeks" in entry:
+            raise c.fail(at(where, "resample_weeks"), "the \"permute\" resampling keeps the log's length (its "
+                                                      "interior weeks): remove resample_weeks")
         f = c.number(entry.get("resample_load", 1.0), at(where, "resample_load"), 0)
         rb = c.number(entry.get("resample_rb_npw", 0.0), at(where, "resample_rb_npw"), 0)
         for key in ("resample", "resample_load", "resample_rb_npw"):
-            if key in entry and not weeks:
+            if key in entry and not weeks and not permute:
                 raise c.fail(at(where, key), "needs resample_weeks (the length of each resampled trace)")
         if f != 1.0 and method != "users":
             raise c.fail(at(where, "resample_load"), "only the \"users\" resampling has a load factor")
         if rb and method != "users":
             raise c.fail(at(where, "resample_rb_npw"), "only the \"users\" resampling has rare behaviours")
         if weekly:
-            if weeks:
-                raise c.fail(at(where, "resample_weeks"), "no resampling in validate runs (the recorded waits are "
-                                                          "those of the trace as recorded)")
+            if weeks or permute:
+                key = "resample" if permute else "resample_weeks"
+                raise c.fail(at(where, key), "no resampling in validate runs (the recorded waits are those of the "
+                                             "trace as recorded)")
             if shake:
                 raise c.fail(at(where, "shake"), "no input shaking in validate runs (the recorded waits are those "
                                                  "of the trace as recorded)")

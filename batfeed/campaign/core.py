@@ -210,11 +210,15 @@ def prepare(camp: Campaign, todo: list[Run], root: Path, note: Callable[[str], N
                                  note)
         seed = run.seed if run.seeded else None
         weeks = run.trace.resample_weeks
-        if weeks:           # resampled (then shaken): gzip, a resample of a large log is large
-            how = "" if run.trace.resample_method == "weekly" else f"-users-f{run.trace.resample_load:g}"
+        if run.trace.resampled:     # resampled (then shaken): gzip, a resample of a large log is large
+            if run.trace.resample_method == "permute":  # as long as the log: no weeks in the name
+                how = "permute"
+            else:
+                how = f"w{weeks}" + ("" if run.trace.resample_method == "weekly"
+                                     else f"-users-f{run.trace.resample_load:g}")
             if run.trace.resample_rb_npw:
                 how += f"-rb{run.trace.resample_rb_npw:g}"
-            shaken: Path | None = inputs / "derived" / f"{ck}-w{weeks}{how}-{run.trace.shake:g}s-seed{seed}.json.gz"
+            shaken: Path | None = inputs / "derived" / f"{ck}-{how}-{run.trace.shake:g}s-seed{seed}.json.gz"
         else:
             shaken = inputs / "shaken" / f"{ck}-{run.trace.shake:g}s-seed{seed}.json" \
                 if run.trace.shake > 0 else None

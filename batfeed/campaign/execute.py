@@ -54,7 +54,8 @@ class RunTask:
     events: list[str] = field(default_factory=list)
     shake: float = 0.0
     resample_weeks: int = 0            # a resample of the trace (then shaking): weekly (adapters/resample.py)
-    resample_method: str = "weekly"    # or users (users/zf_resample.py, with load factor resample_load)
+    resample_method: str = "weekly"    # or users (users/zf_resample.py, with load factor resample_load), or
+    #                                    permute (adapters/resample_permute.py: as long as the log, resample_weeks 0)
     resample_load: float = 1.0
     resample_rb_npw: float = 0.0       # users: rare-behaviour arrivals per week; metrics also without them
     seed: int | None = None            # given to the run (shaking, seed options) when something consumes it
@@ -63,6 +64,11 @@ class RunTask:
     window: tuple[float, float] | None = None
     call: str | None = None
     validate: dict[str, Any] | None = None   # a weekly validation run (weekly.py), not one simulation
+
+    @property
+    def resampled(self) -> bool:
+        """The run simulates a resample of the workload (``resample_weeks``, or the "permute" method)."""
+        return self.resample_weeks > 0 or self.resample_method == "permute"
 
 
 def one_line(err: BaseException) -> str:
@@ -115,7 +121,7 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
         print(f"note: {line}")
 
     workload = task.workload
-    if task.resample_weeks and task.seed is not None and task.shaken:
+    if task.resampled and task.seed is not None and task.shaken:
         workload = str(derived_workload(task.workload, task.resample_weeks, task.shake, task.seed, task.shaken,
                                         method=task.resample_method, load=task.resample_load,
                                         rb_npw=task.resample_rb_npw, note=note))

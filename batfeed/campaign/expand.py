@@ -6,7 +6,7 @@ model, option combination) × seeds, in the order written (the seed varies faste
 content hash and conversion options, the shaking amplitude, the platform, the scheduler with its
 options (defaults filled in, so ``{}`` and ``{policy = "FCFS"}`` are the same run), the user model
 with its options, and the seed **only when something consumes it** (``shake`` > 0, ``resample_weeks``
-> 0, or a scheduler
+> 0, ``resample = "permute"``, or a scheduler
 or user model declaring a ``seed`` option).  Rows that differ only by an unconsumed seed share
 one simulation; the table repeats its results with ``seeded`` false.
 """
@@ -134,7 +134,7 @@ def expand(camp: Campaign) -> list[Run]:
                                     continue
                                 if trace.format == "generate":
                                     _check_generating(camp, trace, users.model)
-                                seeded = trace.shake > 0 or trace.resample_weeks > 0 or "seed" in (sched.specs or {}) \
+                                seeded = trace.shake > 0 or trace.resampled or "seed" in (sched.specs or {}) \
                                     or "seed" in (users.specs or {})
                                 recipe = {
                                     "trace": {"conversion": conv, "shake": trace.shake},
@@ -151,6 +151,8 @@ def expand(camp: Campaign) -> list[Run]:
                                         recipe["trace"]["resample"] = [trace.resample_method, trace.resample_load]
                                     if trace.resample_rb_npw:
                                         recipe["trace"]["resample"].append(trace.resample_rb_npw)
+                                elif trace.resampled:               # "permute": as long as the log
+                                    recipe["trace"]["resample"] = [trace.resample_method]
                                 if camp.validate is not None:       # weekly validation runs (weekly.py)
                                     recipe["validate"] = camp.validate
                                 runs.append(Run(len(runs), row, digest(recipe), seeded, trace, plat, sched, options,

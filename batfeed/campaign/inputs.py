@@ -344,7 +344,9 @@ def shaken_workload(source: str | Path, shake: float, seed: int, dest: str | Pat
 def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, dest: str | Path, *,
                      method: str = "weekly", load: float = 1.0, rb_npw: float = 0.0, note: Note = _quiet) -> Path:
     """``source`` resampled to ``weeks`` weeks with ``seed`` — ``method`` "weekly": the online-tuning
-    paper's weekly user resampling (:mod:`batfeed.adapters.resample`); "users": Zakay & Feitelson's
+    paper's weekly user resampling (:mod:`batfeed.adapters.resample`); "permute": its authors' sampler,
+    a permutation of the log's interior weeks per user, as long as the log (``weeks`` unused;
+    :mod:`batfeed.adapters.resample_permute`); "users": Zakay & Feitelson's
     user-based resampling with load factor ``load`` and ``rb_npw`` rare-behaviour arrivals per week (the
     detected flurries; :mod:`batfeed.users.zf_resample`) — then shaken
     by ``shake`` s with the same seed (:func:`shake_jobs`); cached at ``dest`` (gzip; made once, atomically;
@@ -359,6 +361,10 @@ def derived_workload(source: str | Path, weeks: int, shake: float, seed: int, de
 
         data = resample_users(read_workload(source), weeks, seed, load=load, rb_npw=rb_npw,
                               rb="detect" if rb_npw > 0 else None)
+    elif method == "permute":
+        from batfeed.adapters.resample_permute import resample_permute
+
+        data = resample_permute(source, seed)  # the file: named in errors, its sha256 recorded
     else:
         data = resample_weekly(read_workload(source), weeks, seed)
     if shake > 0:

@@ -29,7 +29,8 @@ class CampaignError(BatfeedError, ValueError):
 class TraceSpec:
     """One trace entry: ``convert`` holds the conversion options (SWF: :func:`convert_swf`'s; JSON:
     ``max_jobs``), ``shake`` the input-shaking amplitude in seconds (0: off), ``resample_weeks`` the
-    length of a weekly user resample of the converted trace, one per seed (0: off)."""
+    length of a weekly user resample of the converted trace, one per seed (0: off; none with "permute",
+    whose resamples are as long as the log)."""
 
     name: str
     path: Path
@@ -37,9 +38,15 @@ class TraceSpec:
     convert: dict[str, Any]
     shake: float = 0.0
     resample_weeks: int = 0
-    resample_method: str = "weekly"     # "weekly" (adapters/resample.py) or "users" (users/zf_resample.py)
+    resample_method: str = "weekly"     # "weekly" (adapters/resample.py), "permute" (adapters/resample_permute.py)
+    #                                     or "users" (users/zf_resample.py)
     resample_load: float = 1.0          # load factor f of the "users" method
     resample_rb_npw: float = 0.0        # rare-behaviour arrivals per week of the "users" method (flurries)
+
+    @property
+    def resampled(self) -> bool:
+        """Each seed's runs simulate a resample of the trace (``resample_weeks``, or ``resample = "permute"``)."""
+        return self.resample_weeks > 0 or self.resample_method == "permute"
 
 
 @dataclass(frozen=True)
