@@ -156,17 +156,13 @@ def test_validate_with_outages(tmp_path):
 
 
 def load_experiment():
-    import importlib.util
+    import batfeed.reproduce.maui as mod
 
-    path = Path(__file__).resolve().parents[1] / "experiments" / "maui_validation.py"
-    spec = importlib.util.spec_from_file_location("maui_validation", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     return mod
 
 
 def test_experiment_step_effect_table(tmp_path, capsys):
-    """experiments/maui_validation.py on the fixture: d = wait at 60 s - wait event-driven, per job.
+    """batfeed reproduce maui (batfeed/reproduce/maui.py) on the fixture: d = wait at 60 s - wait event-driven, per job.
 
     Event-driven waits (module docstring): 2: 0, 3: 90, 4: 0, 5: 0, 6: 49; at Δ = 60 s
     (test_interval_60_s_grows_the_error): 0, 110, 55, 55, 114 -> d = 0, 20, 55, 55, 65: mean 39,

@@ -59,7 +59,7 @@ Platform scaling (options of this layer, common to every model):
   default, as in Batsim; false raises ŵ to d̂ + 1 s for exactly those jobs so that they complete,
   and the scheduler then sees that walltime too).  The paper's KTH-SP2 numbers are reproduced only
   without killing (perf/2 rigid makespan 471.7 d vs its 471.85; 333 d with killing), so
-  ``experiments/replay_feedback.py`` runs with ``kill_at_walltime: false``;
+  ``batfeed reproduce rwf`` runs with ``kill_at_walltime: false``;
 - node count: give a platform with that many nodes (``batfeed platform N``); jobs larger than the
   platform are rejected by the scheduler, and a rejection releases dependent sessions.
 

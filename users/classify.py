@@ -12,7 +12,7 @@ A user's active span is first → last job.  **Long-term** if the span exceeds 1
 - "whole activity within 4 weeks of the start": ``last ≤ T0 + edge_weeks·WEEK``; "of the end":
   ``first ≥ T1 − edge_weeks·WEEK`` (both bounds inclusive); only temporary users are discarded,
   a long-term user is never discarded.  ``edge_rule="touch"`` is the looser reading, for sensitivity
-  (experiments/resample_users.py): discard a temporary user *active* in the first or last 4 weeks,
+  (batfeed reproduce resampling): discard a temporary user *active* in the first or last 4 weeks,
   ``first < T0 + edge_weeks·WEEK`` or ``last > T1 − edge_weeks·WEEK``;
 - weeks active = calendar-week span on the log's week grid (weeks ``[T0 + i·WEEK, T0 + (i+1)·WEEK)``,
   as in :mod:`batfeed.adapters.resample`): ``week(last) − week(first) + 1``;

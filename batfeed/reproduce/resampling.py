@@ -1,21 +1,32 @@
 """User-based workload resampling: the reproduction of Zakay & Feitelson, *Workload resampling for
-performance evaluation of parallel job schedulers* (models.md §E [RES]; issue 16 item 6).
+performance evaluation of parallel job schedulers* (models.md §E [RES]; issue 16 item 6):
+``batfeed reproduce resampling``.
 
-    .venv/bin/python experiments/resample_users.py --workers 2     # everything: ~1 h on 2 cores
-    .venv/bin/python experiments/resample_users.py --summary-only  # print and plot from what is done
+    batfeed reproduce resampling --workers 2          # everything: ~1 h on 2 cores (logs from --data)
+    batfeed reproduce resampling --quick --workers 2  # KTH-SP2 only, a few minutes, no --data
+    batfeed reproduce resampling --summary-only       # print and plot from what is done
 
 1. **Table V** (user classes) on KTH-SP2, SDSC-BLUE, HPC2N and CEA-Curie, beside the paper: on every SWF
    record, on the valid records (run time > 0 and processors > 0), on the converted workload that the
-   simulations use, and with the looser "touch" edge rule (classify.py) on the valid records.
+   simulations use, and with the looser "touch" edge rule (classify.py) on the valid records.  Cells:
+   batfeed's value is the valid records' (the paper counted valid jobs, docs/resample.md), its band the
+   range over the readings; "close" within 5 %.
 2. **Locality and Hurst** (stack depths of run time, max run time and CPUs; Hurst R/S): the original
-   vs ``--validation-resamples`` (8) resamples as long as the log, mean ± sd, beside the paper; and the
-   per-user marginals and the weekly arrival profile (users/resample_validation.py) when present.
-   Cached in OUT/validation.json.
+   vs ``--validation-resamples`` (8) resamples as long as the log, mean ± sd, beside the paper (cells:
+   the resampled band = mean ± 2 sd); and the per-user marginals and the weekly arrival profile
+   (users/resample_validation.py).  Cached in OUT/validation.json.
 3. **Bootstrap**: 100 KTH-SP2 resamples (f = 1, 48 weeks) under EASY: throughput, utilisation, mean wait
    and bounded slowdown around the original's value (campaigns/resample_users.toml).
 4. **Load sweep** f = 0.8 .. 1.5 on KTH-SP2 and SDSC-BLUE, 10 resamples each, rigid and with feedback
    (a60): mean wait and utilisation vs f, saturated runs (Zakay & Feitelson's check) counted and drawn
    hollow.
+
+``--quick``: KTH-SP2 alone (shipped with batfeed), 3 validation resamples, a bootstrap of 10
+resamples and a load sweep f = 0.8, 1, 1.2 of 3 resamples each (rigid and a60), in
+``runs/reproduce/resampling-quick``.  The full version reads SDSC-BLUE-2000-4.2-cln, HPC2N-2002-2.1-cln
+and CEA-Curie-2011-2.1-cln from ``--data``.  Documented differences (docs/resample.md): the
+temporary pool (models.md's edge rule discards fewer users), CEA-Curie's long-term class (the paper
+may have filtered it differently), the log versions (KTH-SP2 2.1-cln lacks 14 jobs).
 
 Figures go to ``--figures`` (default OUT/figures): bootstrap.png, load_sweep.png.
 """
@@ -24,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,8 +42,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-REPO = Path(__file__).resolve().parent.parent
+from batfeed.reproduce import REPO, common_arguments, data_dir, default_out
+from batfeed.reproduce.cells import Cell, markdown
+from batfeed.reproduce.resampling_plots import BOOT, plots
+
+NAME = "resampling"
 CAMPAIGN = REPO / "campaigns" / "resample_users.toml"
+# --quick: logs, validation resamples, bootstrap resamples, sweep loads and resamples per load
+QUICK = {"logs": ["KTH-SP2"], "validation": 3, "boot": 10, "loads": [0.8, 1.0, 1.2], "sweep": 3}
 SWF = {"KTH-SP2": "KTH-SP2-1996-2.1-cln.swf.gz", "SDSC-BLUE": "SDSC-BLUE-2000-4.2-cln.swf.gz",
        "HPC2N": "HPC2N-2002-2.1-cln.swf.gz", "CEA-Curie": "CEA-Curie-2011-2.1-cln.swf.gz"}
 PAPER_INPUT = {"KTH-SP2": "KTH-SP2-1996-2 (uncleaned)", "SDSC-BLUE": "SDSC-BLUE-2000-3.1-cln",
@@ -48,13 +64,16 @@ PAPER_LOC = {
     "HPC2N": [(18.67, 19.44, 0.19), (2.36, 2.37, 0.02), (0.98, 0.95, 0.01), (0.769, 0.722, 0.033)],
     "CEA-Curie": [(28.0, 28.06, 0.59), (2.42, 2.39, 0.08), (4.93, 5.02, 0.26), (0.710, 0.630, 0.090)],
 }
-BOOT = [("throughput_per_hour", "throughput (jobs/h)"), ("utilisation", "utilisation"),
-        ("wait.mean", "mean wait (s)"), ("bounded_slowdown.mean", "mean bounded slowdown")]
-LOADS = [0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5]
+REASON_TMP = "models.md's edge rule discards fewer temporary users (docs/resample.md)"
+REASON_CEA = "the paper may have filtered CEA-Curie differently (docs/resample.md)"
 
 
-def shared() -> Path:
-    return Path(os.environ.setdefault("BATFEED_SHARED", str(REPO.parent / "shared")))
+def logs(args: argparse.Namespace) -> dict[str, Path]:
+    """name -> SWF file of the logs this invocation reads (KTH-SP2 ships with batfeed)."""
+    names = QUICK["logs"] if args.quick else list(SWF)
+    need = [SWF[n] for n in names if n != "KTH-SP2"]
+    data = data_dir(args, need) if need else None
+    return {n: (REPO / "data" / "swf" / SWF[n] if n == "KTH-SP2" else data / SWF[n]) for n in names}
 
 
 def _swf_jobs(path: Path) -> pd.DataFrame:
@@ -74,15 +93,12 @@ def _counts(jobs: pd.DataFrame | list[dict[str, Any]], **kw: Any) -> tuple[tuple
     return tuple((int(c.at[k, "users"]), int(c.at[k, "jobs"])) for k in ("long_term", "temporary"))  # type: ignore
 
 
-def table_v(converted: dict[str, Path]) -> pd.DataFrame:
+def table_v(converted: dict[str, Path], paths: dict[str, Path]) -> pd.DataFrame:
     """Table V rows: the paper's, then ours on four inputs (module docstring, item 1)."""
     from batfeed.adapters.workload import load_workload_json
 
     rows = []
-    for name, file in SWF.items():
-        path = shared() / "data" / "swf" / file
-        if not path.is_file():
-            continue
+    for name, path in paths.items():
         raw = _swf_jobs(path)
         valid = raw[(raw["run"] > 0) & (raw["procs"] > 0)]
         variants = [(f"paper ({PAPER_INPUT[name]})", PAPER_V[name]),
@@ -98,14 +114,13 @@ def table_v(converted: dict[str, Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def convert(out: Path) -> dict[str, Path]:
-    """Each log of :data:`SWF` converted as the campaign converts it (cached in OUT/converted)."""
+def convert(out: Path, paths: dict[str, Path]) -> dict[str, Path]:
+    """Each log converted as the campaign converts it (cached in OUT/converted)."""
     from batfeed.adapters.swf import convert_swf
 
     done = {}
-    for name, file in SWF.items():
-        src = shared() / "data" / "swf" / file
-        dest = out / "converted" / (file.removesuffix(".swf.gz") + ".json")
+    for name, src in paths.items():
+        dest = out / "converted" / (src.name.removesuffix(".swf.gz") + ".json")
         if not dest.is_file() and src.is_file():
             convert_swf(src, dest.parent)
         if dest.is_file():
@@ -138,19 +153,43 @@ def validation(converted: dict[str, Path], out: Path, resamples: int) -> dict[st
     return done
 
 
+def table_v_cells(tv: pd.DataFrame) -> list[tuple[str, list[Cell]]]:
+    """Table V cell by cell: the valid records' counts, band = the range over our readings."""
+    rows = []
+    for name, g in tv.groupby("log", sort=False):
+        paper, ours = g.iloc[0], g.iloc[1:]
+        valid = ours[ours["input"].str.startswith("run > 0")].iloc[0]
+        cells = []
+        for col in ("LT users", "LT jobs", "TMP users", "TMP jobs"):
+            why = REASON_TMP if col.startswith("TMP") else REASON_CEA if name == "CEA-Curie" else None
+            cells.append(Cell(float(paper[col]), float(valid[col]), float(ours[col].min()), float(ours[col].max()),
+                              reason=why, signed=False, rel=0.05))
+        rows.append((f"{name} | {PAPER_INPUT[name]}", cells))
+    return rows
+
+
 def print_validation(done: dict[str, Any]) -> None:
     from batfeed.users.resample_metrics import COLUMNS
 
-    print("\nLocality (mean stack depth) and Hurst exponent: original / resampled mean ± sd "
-          "(ours, then the paper's)")
-    print(f"{'log':10} {'metric':17} {'ours':>26}   {'paper':>24}")
+    print("\nLocality (mean stack depth) and Hurst exponent, original and resampled (band: mean ± 2 sd over the "
+          "resamples): paper · batfeed · verdict\n")
+    rows = []
     for name, entry in done.items():
+        if name not in PAPER_LOC:
+            continue
         res = pd.DataFrame(entry["resampled"])
-        for k, col in enumerate(COLUMNS):
-            o, m, s = entry["original"][col], res[col].mean(), res[col].std(ddof=1)
-            po, pm, ps = PAPER_LOC[name][k]
-            print(f"{name:10} {col:17} {o:8.3f} / {m:7.3f} ± {s:5.3f}   {po:7.3f} / {pm:7.3f} ± {ps:5.3f}")
-        print(f"{'':10} ({entry['resamples']} resamples of {entry['weeks']} weeks)")
+        for which in ("original", f"{entry['resamples']} resamples of {entry['weeks']} wk"):
+            cells = []
+            for k, col in enumerate(COLUMNS):
+                po, pm, _ = PAPER_LOC[name][k]
+                tol = dict(tol=0.05, digits=3) if col == "hurst" else dict(rel=0.05, digits=2)
+                if which == "original":
+                    cells.append(Cell(po, float(entry["original"][col]), signed=False, **tol))
+                else:
+                    m, sd = float(res[col].mean()), float(res[col].std(ddof=1))
+                    cells.append(Cell(pm, m, m - 2 * sd, m + 2 * sd, signed=False, **tol))
+            rows.append((f"{name} | {which}", cells))
+    print(markdown(["log", "sample", *COLUMNS], rows))
     for name, entry in done.items():
         if "marginals" in entry:
             from batfeed.users.resample_validation import format_marginals
@@ -159,11 +198,36 @@ def print_validation(done: dict[str, Any]) -> None:
             print(format_marginals(pd.DataFrame(entry["marginals"]).set_index("marginal")))
 
 
-def run_campaign(out: Path, workers: int | None) -> pd.DataFrame:
+def spec(args: argparse.Namespace, paths: dict[str, Path]) -> dict[str, Any]:
+    """The campaign file with the logs of ``paths`` (--quick: fewer traces, seeds and loads)."""
+    import tomllib
+
+    data = tomllib.loads(CAMPAIGN.read_text(encoding="utf-8"))
+    for t in data["traces"]:
+        log = t["name"].split(" f")[0]
+        if log != "KTH-SP2" and log in paths:
+            t["path"] = str(paths[log])
+    if not args.quick:
+        return data
+    keep = [t for t in data["traces"] if t["name"].split(" f")[0] in paths
+            and ("resample_load" not in t or float(t["resample_load"]) in QUICK["loads"])]
+    boot, n = QUICK["boot"], QUICK["sweep"]
+    sweep = [t["name"] for t in keep if "resample_load" in t and t["name"] != "KTH-SP2 f1"]
+    originals = [t["name"] for t in keep if "resample_load" not in t]
+    rest = list(range(n + 1, boot + 1))
+    data.update(traces=keep, seeds=list(range(1, boot + 1)),
+                exclude=[{"trace": sweep, "seed": rest}, {"users": "a60", "seed": rest},
+                         {"trace": originals, "seed": list(range(2, boot + 1))}])
+    return data
+
+
+def run_campaign(args: argparse.Namespace, out: Path, paths: dict[str, Path]) -> pd.DataFrame:
+    from batfeed.campaign import load_spec
     from batfeed.campaign import run_campaign as run
 
-    shared()
-    return run(CAMPAIGN, out, workers=workers, progress=sys.stderr.isatty())
+    camp = load_spec(spec(args, paths), base=CAMPAIGN.parent)
+    return run(camp, out, workers=args.workers, executor=args.executor, scheduler_address=args.scheduler_address,
+               dry_run=args.summary_only, progress=sys.stderr.isatty())
 
 
 def bootstrap(df: pd.DataFrame) -> pd.DataFrame:
@@ -194,107 +258,45 @@ def sweep(df: pd.DataFrame) -> pd.DataFrame:
                          "jobs": g["nb_jobs"].mean()})
 
 
-def plots(df: pd.DataFrame, boot: pd.DataFrame, figures: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figures.mkdir(parents=True, exist_ok=True)
-    ok = df[df["status"] == "ok"]
-    res = ok[(ok["trace"] == "KTH-SP2 f1") & (ok["users"] == "rigid")]
-    fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
-    for ax, (col, label) in zip(axes, BOOT, strict=True):
-        ax.hist(res[col].astype(float), bins=20, color="#7a9cc6", edgecolor="white")
-        ax.axvline(boot.at[label, "original"], color="#c0392b", lw=2, label="original log")
-        ax.set_xlabel(label)
-        ax.set_ylabel("resamples")
-    axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(f"KTH-SP2 under EASY: {len(res)} user-based resamples (f = 1, 48 weeks) vs the original log")
-    fig.tight_layout()
-    paths = [figures / "bootstrap.png"]
-    fig.savefig(paths[0], dpi=110)
-    plt.close(fig)
-
-    sw = ok[ok["trace"].str.contains(" f") & (ok["seed"] <= 10)].copy()
-    sw["log"] = sw["trace"].str.split(" f").str[0]
-    sw["f"] = sw["trace"].str.split(" f").str[1].astype(float)
-    logs = [name for name in ("KTH-SP2", "SDSC-BLUE") if (sw["log"] == name).any()]
-    fig, axes = plt.subplots(len(logs), 2, figsize=(11, 3.8 * len(logs)), squeeze=False)
-    styles = {"rigid": ("#2c7fb8", "o", "rigid (resampled times)"), "a60": ("#d95f0e", "s", "feedback (a60 sessions)")}
-    for r, name in enumerate(logs):
-        panels = (("wait.mean", "mean wait (h)", 3600), ("utilisation", "utilisation", 1))
-        for c, (col, label, scale) in enumerate(panels):
-            ax = axes[r][c]
-            for users, (color, marker, text) in styles.items():
-                d = sw[(sw["log"] == name) & (sw["users"] == users)]
-                if d.empty:
-                    continue
-                sat = d["saturation.saturated"].astype(bool)
-                jitter = 0.012 if users == "a60" else -0.012
-                ax.scatter(d.loc[~sat, "f"] + jitter, d.loc[~sat, col] / scale, color=color, marker=marker, s=14,
-                           alpha=0.6)
-                ax.scatter(d.loc[sat, "f"] + jitter, d.loc[sat, col] / scale, facecolors="none", edgecolors=color,
-                           marker=marker, s=30)
-                mean = d.groupby("f")[col].mean() / scale
-                ax.plot(mean.index, mean.to_numpy(), color=color, label=text)
-            ax.set_xlabel("load factor f")
-            ax.set_ylabel(label)
-            ax.set_title(name)
-            ax.grid(alpha=0.3)
-        axes[r][0].legend(fontsize=8, title="hollow: saturated run", title_fontsize=8)
-    fig.suptitle("EASY on user-based resamples: 10 per load, rigid replay vs replay with feedback")
-    fig.tight_layout()
-    paths.append(figures / "load_sweep.png")
-    fig.savefig(paths[1], dpi=110)
-    plt.close(fig)
-    return paths
-
-
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    p = argparse.ArgumentParser(prog=f"batfeed reproduce {NAME}", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", type=Path, default=REPO / "runs" / "resample_users", help="campaign directory")
+    common_arguments(p, NAME)
     p.add_argument("--figures", type=Path, help="where to write the PNGs (default OUT/figures)")
-    p.add_argument("--workers", type=int, help="parallel runs (default: the number of CPUs)")
-    p.add_argument("--validation-resamples", type=int, default=8, help="resamples per log for item 2 (paper: 8)")
-    p.add_argument("--summary-only", action="store_true", help="run nothing: print from the finished runs")
+    p.add_argument("--validation-resamples", type=int, help="resamples per log for item 2 (paper: 8; --quick: 3)")
     p.add_argument("--skip", nargs="*", default=[], choices=["table-v", "validation", "campaign"])
     args = p.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out = default_out(args, NAME)
+    paths = logs(args)
+    nval = args.validation_resamples or (QUICK["validation"] if args.quick else 8)
+    out.mkdir(parents=True, exist_ok=True)
     pd.set_option("display.width", 160)
-    converted = convert(args.out)
+    converted = convert(out, paths)
     if "table-v" not in args.skip:
-        tv = table_v(converted)
-        print("Table V: long-term (LT) and temporary (TMP) users / jobs")
+        tv = table_v(converted, paths)
+        print("Table V: long-term (LT) and temporary (TMP) users / jobs, our readings")
         print(tv.to_string(index=False, formatters={"LT share": "{:.1%}".format}))
-        tv.to_csv(args.out / "table_v.csv", index=False)
+        tv.to_csv(out / "table_v.csv", index=False)
+        print("\nTable V: paper · batfeed (valid records) [range over our readings] · verdict\n")
+        print(markdown(["log", "paper's input", "LT users", "LT jobs", "TMP users", "TMP jobs"], table_v_cells(tv)))
     if "validation" not in args.skip:
-        cache = args.out / "validation.json"
+        cache = out / "validation.json"
         done = json.loads(cache.read_text()) if args.summary_only and cache.is_file() else (
-            {} if args.summary_only else validation(converted, args.out, args.validation_resamples))
+            {} if args.summary_only else validation(converted, out, nval))
         if done:
             print_validation(done)
     if "campaign" in args.skip:
         return 0
-    if args.summary_only:
-        results = args.out / "results.csv"
-        if not results.is_file():
-            print(f"no {results}: run without --summary-only first", file=sys.stderr)
-            return 1
-        df = pd.read_csv(results)
-    else:
-        df = run_campaign(args.out, args.workers)
+    df = run_campaign(args, out, paths)
+    if not (df["status"] == "ok").any():
+        print(f"no finished run in {out}: run without --summary-only first", file=sys.stderr)
+        return 1
     boot = bootstrap(df)
     print("\nBootstrap: KTH-SP2 under EASY, original log vs user-based resamples (f = 1, 48 weeks)")
     print(boot.to_string(float_format=lambda x: f"{x:.4g}"))
     sw = sweep(df)
-    print("\nLoad sweep (EASY; 10 resamples per load; saturated = Zakay & Feitelson's check)")
+    print("\nLoad sweep (EASY; up to 10 resamples per load; saturated = Zakay & Feitelson's check)")
     print(sw.to_string(float_format=lambda x: f"{x:.3g}"))
-    for path in plots(df, boot, args.figures or args.out / "figures"):
+    for path in plots(df, boot, args.figures or out / "figures"):
         print(f"wrote {path}")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

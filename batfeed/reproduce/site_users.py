@@ -1,18 +1,27 @@
 """Site-level users, CREASY and LOS: the reproduction of Shmueli's thesis experiments (models.md §C; issue 17
-item 5) on batfeed's closed-loop user models (users/site.py) and schedulers (schedulers/creasy.py, los.py).
+item 5) on batfeed's closed-loop user models (users/site.py) and schedulers (schedulers/creasy.py, los.py):
+``batfeed reproduce site-users``.
 
-    .venv/bin/python experiments/site_users.py --workers 2          # every run (~15 min on 2 cores)
-    .venv/bin/python experiments/site_users.py --summary-only       # print and plot what is done
+    batfeed reproduce site-users --workers 2          # every run (~45 min on 2 cores)
+    batfeed reproduce site-users --quick --workers 2  # E7 at 50 and 250 users, E1/E2: a few minutes
+    batfeed reproduce site-users --summary-only       # print and plot what is done
 
 1. **E7**: Phase-2 users 50 .. 250 (step 50), 128 processors, 6 months of activity, EASY (= CREASY α = 0,
    as in the thesis) vs CREASY α ∈ {1500, 3000, 4500, 6000}, ``--seeds`` seeds each: throughput (jobs/h),
-   utilisation, jobs/session, mean response, mean slowdown, response by run-time class, beside the thesis.
+   utilisation, jobs/session, mean response, mean slowdown, response by run-time class, beside the thesis
+   (cells for the 50- and 250-user rows, band = min..max over the seeds, "close" within 10 %).
 2. **E1/E2**: 10 Phase-1 sessions, 128 processors, exact estimates: the trace a site-level EASY run
    submitted, replayed open-loop (at its recorded times) on FCFS, vs site-level FCFS; and the reverse.
    Error = |open-loop − site-level| / site-level, beside the thesis's.
 3. **LOS** vs EASY vs conservative under 100 Phase-2 users (the trace runs are campaigns/los.toml).
 
-campaigns/site_e7.toml is E7 as a campaign (a generated trace; the same schedules).
+``--quick``: E7 with α ∈ {0, 6000} at 50 and 250 users and E1/E2, 2 seeds each, 8 weeks of user
+activity instead of 26 (``--days 56``), no E7 with the thesis's p_cont and no LOS, in
+``runs/reproduce/site-users-quick/days56`` (any ``--days`` but 182 gets its own ``daysN`` folder).
+No log is read (the users' behaviour model ships with batfeed): ``--data`` is not used.
+campaigns/site_e7.toml is E7 as a campaign (a generated trace; the same schedules); here every run
+is a ``batfeed simulate`` in its own folder (resumable), on a local process pool of ``--workers``
+(``--executor dask`` is not supported: E1/E2's open-loop runs replay what the site-level runs submitted).
 
 Run times: the default behaviour model (``batfeed fit-users`` on KTH-SP2 and SDSC-BLUE) is far heavier than
 the thesis's workpool, so every run uses ``runtime_scale`` (``--runtime-scale``, 0.1), chosen so that 50
@@ -21,7 +30,9 @@ not fitted.  E1/E2 keep the model's run times (``--e12-runtime-scale`` 1): 10 se
 would leave the machine idle.  Each run is a ``batfeed simulate`` (a manifest beside its ``_jobs.csv``) in
 OUT/<group>/<run>, skipped when already done.  E7 runs twice: with the users' p_cont fitted from the logs
 (group e7, ``--seeds``) and with the thesis's (group e7t, ``--thesis-seeds``), the curve CREASY's criticality
-assumes.  Figures: OUT/figures/e7.png, e7t.png.
+assumes.  Figures: OUT/figures/e7.png, e7t.png.  Known differences (docs/users.md): our users submit three
+times fewer jobs per hour (fitted gaps and p_cont, b = 0.018 against 0.05), so CREASY does not raise
+throughput; E1/E2 errors are larger because our site-level load is higher.
 """
 
 from __future__ import annotations
@@ -37,8 +48,19 @@ from typing import Any
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parent.parent
+from batfeed.errors import BatfeedError
+from batfeed.reproduce import REPO, common_arguments, default_out
+from batfeed.reproduce.cells import Cell, markdown
+
+NAME = "site-users"
 DAY = 86_400
+QUICK = {"alphas": [0, 6000], "users": [50, 250], "seeds": 2, "days": 56}
+REASON_RATE = "our users submit 3x fewer jobs/h, p_cont b = 0.018 (docs/users.md)"
+REASON_E12 = "our site-level load is higher (docs/users.md)"
+# E7 rows with a thesis value, (alpha, users) -> jobs/h, utilisation, jobs/session, response min, slowdown
+THESIS_E7 = {(0, 50): (None, None, 2.69, None, None), (0, 250): (47.0, 0.57, 1.73, 78.0, 71.0),
+             (6000, 50): (28.0, 0.35, 2.76, 12.16, 7.01), (6000, 250): (70.5, 0.89, 2.69, 99.44, 24.30)}
+E7_COLS = ["throughput", "utilisation", "jobs_per_session", "response_min", "slowdown"]
 ALPHAS = [0, 1500, 3000, 4500, 6000]
 USERS = [50, 100, 150, 200, 250]
 # models.md §C E7 sample output of CREASY-6000 (users: util, jobs/h, jobs/session, resp min, slowdown)
@@ -63,7 +85,7 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     run_simulation(task["platform"], task.get("workloads", []), scheduler=task["scheduler"],
                    options=task.get("options"), users=task.get("users"), user_options=task.get("user_options"),
-                   export=out / "run", seed=task.get("seed"), call=f"experiments/site_users.py ({task['name']})")
+                   export=out / "run", seed=task.get("seed"), call=f"batfeed reproduce site-users ({task['name']})")
     jobs = pd.read_csv(out / "run_jobs.csv")
     m = compute_metrics(jobs, nb_resources=128)
     res: dict[str, Any] = {**{k: task[k] for k in ("name", "group")}, **task.get("tags", {}),
@@ -85,12 +107,12 @@ def run_one(task: dict[str, Any]) -> dict[str, Any]:
 
 
 def site(name: str, group: str, out: Path, platform: Path, scheduler: str, options: dict[str, Any], phase: int,
-         users: int, seed: int, scale: float, tags: dict[str, Any], extra: dict[str, Any] | None = None
-         ) -> dict[str, Any]:
+         users: int, seed: int, scale: float, tags: dict[str, Any], extra: dict[str, Any] | None = None,
+         days: int = 182) -> dict[str, Any]:
     d = out / group / name
     return {"name": name, "group": group, "dir": str(d), "platform": str(platform), "scheduler": scheduler,
             "options": options, "users": f"site-phase{phase}", "seed": seed, "tags": tags,
-            "user_options": {"nb_users": users, "seed": seed, "duration_s": 182 * DAY, "runtime_scale": scale,
+            "user_options": {"nb_users": users, "seed": seed, "duration_s": days * DAY, "runtime_scale": scale,
                              "swf": str(d / "submitted.swf"), **(extra or {})}}
 
 
@@ -107,18 +129,19 @@ def run_all(tasks: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
     return [run_one(t) for t in tasks]
 
 
-def e7(out: Path, platform: Path, seeds: int, scale: float, thesis_p_cont: bool = False) -> list[dict[str, Any]]:
+def e7(out: Path, platform: Path, seeds: int, scale: float, thesis_p_cont: bool = False, days: int = 182,
+       alphas: list[int] = ALPHAS, users: list[int] = USERS) -> list[dict[str, Any]]:
     """E7 runs; ``thesis_p_cont``: the users continue with the thesis's p_cont (Eq. 5.1, the curve CREASY's
     criticality is derived from) instead of the behaviour model's fitted one (group e7t instead of e7)."""
     group, extra = ("e7t", {"p_cont_a": 0.8, "p_cont_b": 0.05}) if thesis_p_cont else ("e7", None)
     return [site(f"a{a}-u{n}-s{s}", group, out, platform, "creasy", {"alpha": a}, 2, n, s, scale,
-                 {"alpha": a, "users": n, "seed": s}, extra)
-            for a in ALPHAS for n in USERS for s in range(1, seeds + 1)]
+                 {"alpha": a, "users": n, "seed": s}, extra, days)
+            for a in alphas for n in users for s in range(1, seeds + 1)]
 
 
-def e12_site(out: Path, platform: Path, seeds: int, scale: float) -> list[dict[str, Any]]:
+def e12_site(out: Path, platform: Path, seeds: int, scale: float, days: int = 182) -> list[dict[str, Any]]:
     return [site(f"{sched}-s{s}", "e12", out, platform, sched, {"theta": None} if sched == "easy" else {}, 1, 10,
-                 s, scale, {"setup": f"site {sched.upper()}", "seed": s})
+                 s, scale, {"setup": f"site {sched.upper()}", "seed": s}, days=days)
             for sched in ("easy", "fcfs") for s in range(1, seeds + 1)]
 
 
@@ -144,9 +167,9 @@ def e12_open(out: Path, platform: Path, seeds: int, existing_only: bool = False)
     return tasks
 
 
-def los_site(out: Path, platform: Path, seeds: int, scale: float) -> list[dict[str, Any]]:
+def los_site(out: Path, platform: Path, seeds: int, scale: float, days: int = 182) -> list[dict[str, Any]]:
     return [site(f"{sched}-s{s}", "los", out, platform, sched, {"theta": None} if sched == "easy" else {}, 2, 100,
-                 s, scale, {"scheduler": sched, "seed": s})
+                 s, scale, {"scheduler": sched, "seed": s}, days=days)
             for sched in ("easy", "conservative", "los") for s in range(1, seeds + 1)]
 
 
@@ -155,7 +178,7 @@ def print_e7(rows: pd.DataFrame) -> pd.DataFrame:
     cols = ["throughput", "utilisation", "jobs_per_session", "response_min", "slowdown",
             "response_min_le1", "response_min_1to10", "response_min_gt10"]
     t = g[cols].mean().join(g["throughput"].std().rename("throughput_sd"))
-    print("\nE7: Phase-2 users, 128 processors, 6 months (mean over seeds); thesis CREASY-6000 beside")
+    print("\nE7: Phase-2 users, 128 processors (mean over seeds); thesis CREASY-6000 beside")
     print(f"{'alpha':>5} {'users':>5} {'jobs/h':>14} {'util':>5} {'jobs/sess':>9} {'resp min':>8} {'sd':>7}"
           f"   thesis (util, jobs/h, jobs/sess, resp, sd)")
     for (a, n), r in t.iterrows():
@@ -163,37 +186,69 @@ def print_e7(rows: pd.DataFrame) -> pd.DataFrame:
         print(f"{a:5d} {n:5d} {r['throughput']:7.1f} ± {r['throughput_sd']:4.1f} {r['utilisation']:5.2f} "
               f"{r['jobs_per_session']:9.2f} {r['response_min']:8.1f} {r['slowdown']:7.1f}"
               + (f"   {th}" if th else ""))
-    base = t.xs(0, level="alpha")
-    print("\nthroughput gain over EASY at 250 users (thesis: +21 / +36 / +44 / +50 %):")
-    for a in ALPHAS[1:]:
-        print(f"  alpha {a}: {t.loc[(a, 250), 'throughput'] / base.loc[250, 'throughput'] - 1:+.0%}")
-    e, c = t.loc[(0, 250)], t.loc[(6000, 250)]
-    print("at 250 users, CREASY-6000 vs EASY (thesis: response +27 %, slowdown −66 %, by class −83 / −44 / +81 %):")
-    def gain(col: str) -> str:
-        return f"{c[col] / e[col] - 1:+.0%}"
+    print("\nE7, the thesis's rows (50 and 250 users): paper · batfeed [min, max over seeds] · verdict\n")
+    cells = []
+    for (a, n), paper in THESIS_E7.items():
+        d = rows[(rows["alpha"] == a) & (rows["users"] == n)]
+        if d.empty:
+            continue
+        cells.append((f"{'EASY' if a == 0 else f'CREASY-{a}'} | {n}", [
+            Cell(pv, float(d[c].mean()), float(d[c].min()), float(d[c].max()), reason=REASON_RATE, signed=False,
+                 rel=0.10, digits=2 if c in ("utilisation", "jobs_per_session") else 1)
+            for c, pv in zip(E7_COLS, paper, strict=True)]))
+    print(markdown(["scheduler", "users", "jobs/h", "utilisation", "jobs/session", "response (min)", "slowdown"],
+                   cells))
+    gains = []
+    easy = rows[(rows["alpha"] == 0) & (rows["users"] == 250)].set_index("seed")["throughput"]
+    for a, paper in ((1500, 21), (3000, 36), (4500, 44), (6000, 50)):
+        other = rows[(rows["alpha"] == a) & (rows["users"] == 250)].set_index("seed")["throughput"]
+        both = easy.index.intersection(other.index)
+        if len(both):
+            per = 100 * (other[both] / easy[both] - 1)
+            pooled = 100 * (other[both].mean() / easy[both].mean() - 1)
+            gains.append(Cell(paper, float(pooled), float(per.min()), float(per.max()), reason=REASON_RATE, tol=5))
+    if gains:
+        print("\nthroughput gain over EASY at 250 users, % (α " + ", ".join(
+            str(a) for a in (1500, 3000, 4500, 6000) if ((rows["alpha"] == a) & (rows["users"] == 250)).any())
+              + "): " + "; ".join(c.text() for c in gains))
+    if {(0, 250), (6000, 250)} <= set(t.index):
+        e, c = t.loc[(0, 250)], t.loc[(6000, 250)]
 
-    print(f"  response {gain('response_min')}, slowdown {gain('slowdown')}, by class {gain('response_min_le1')} / "
-          f"{gain('response_min_1to10')} / {gain('response_min_gt10')}")
-    print(f"jobs/session 50 -> 250 users: EASY {base.loc[50, 'jobs_per_session']:.2f} -> "
-          f"{base.loc[250, 'jobs_per_session']:.2f} (thesis 2.69 -> 1.73), CREASY-6000 "
-          f"{t.loc[(6000, 50), 'jobs_per_session']:.2f} -> {c['jobs_per_session']:.2f} (thesis 2.76 -> 2.69)")
+        def gain(col: str) -> str:
+            return f"{c[col] / e[col] - 1:+.0%}"
+
+        print("at 250 users, CREASY-6000 vs EASY (thesis: response +27 %, slowdown −66 %, by class −83 / −44 / "
+              f"+81 %):\n  response {gain('response_min')}, slowdown {gain('slowdown')}, by class "
+              f"{gain('response_min_le1')} / {gain('response_min_1to10')} / {gain('response_min_gt10')}")
     return t
 
 
 def print_e12(rows: pd.DataFrame) -> None:
-    t = rows.groupby("setup")[["response_min", "wait_min", "slowdown"]].mean()
-    print("\nE1/E2: 10 Phase-1 sessions, 128 processors (mean over seeds): response h, wait h, slowdown")
-    for setup in ("site EASY", "site FCFS", "EASY trace on FCFS", "FCFS trace on EASY"):
-        if setup in t.index:
-            r, th = t.loc[setup], THESIS_E[setup]
-            print(f"  {setup:19} {r['response_min'] / 60:7.2f} {r['wait_min'] / 60:7.2f} {r['slowdown']:8.1f}"
-                  f"   thesis {th[0]:6.2f} {th[1]:6.2f} {th[2]:7.1f}")
+    t = rows.groupby("setup")[["response_min", "wait_min", "slowdown"]]
+    mean, lo, hi = t.mean(), t.min(), t.max()
+    print("\nE1/E2: 10 Phase-1 sessions, 128 processors: response h, wait h, slowdown; paper · batfeed [min, max over "
+          "seeds] · verdict\n")
+    cells = []
+    for setup, th in THESIS_E.items():
+        if setup in mean.index:
+            cells.append((setup, [Cell(p, mean.at[setup, c] / k, lo.at[setup, c] / k, hi.at[setup, c] / k,
+                                       reason=REASON_E12, signed=False, rel=0.10, digits=2 if k == 60 else 1)
+                                  for p, c, k in zip(th, ("response_min", "wait_min", "slowdown"), (60, 60, 1),
+                                                     strict=True)]))
     for conv, ref, thesis in (("EASY trace on FCFS", "site FCFS", (634, 1345, 1332)),
                               ("FCFS trace on EASY", "site EASY", (10, 38, 19))):
-        if conv in t.index and ref in t.index:
-            err = (t.loc[conv] - t.loc[ref]).abs() / t.loc[ref] * 100
-            print(f"  error of '{conv}' vs '{ref}': response {err['response_min']:.0f} %, wait {err['wait_min']:.0f} %,"
-                  f" slowdown {err['slowdown']:.0f} %   (thesis {thesis[0]} / {thesis[1]} / {thesis[2]} %)")
+        a = rows[rows["setup"] == conv].set_index("seed")
+        b = rows[rows["setup"] == ref].set_index("seed")
+        both = a.index.intersection(b.index)
+        if not len(both):
+            continue
+        row = []
+        for col, p in zip(("response_min", "wait_min", "slowdown"), thesis, strict=True):
+            per = (a.loc[both, col] - b.loc[both, col]).abs() / b.loc[both, col] * 100
+            row.append(Cell(p, float(per.mean()), float(per.min()), float(per.max()), reason=REASON_E12, signed=False,
+                            rel=0.10))
+        cells.append((f"error %: '{conv}' vs '{ref}'", row))
+    print(markdown(["setup", "response (h)", "wait (h)", "slowdown"], cells))
 
 
 def plot_e7(rows: pd.DataFrame, path: Path, what: str) -> Path:
@@ -228,38 +283,48 @@ def plot_e7(rows: pd.DataFrame, path: Path, what: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=REPO / "runs" / "site_users")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--seeds", type=int, default=3, help="seeds per point (default 3)")
-    p.add_argument("--thesis-seeds", type=int, default=2,
-                   help="seeds per point of E7 with the thesis's p_cont for the users (default 2)")
+    p = argparse.ArgumentParser(prog=f"batfeed reproduce {NAME}", description=__doc__.split("\n\n")[0])
+    common_arguments(p, NAME)
+    p.add_argument("--seeds", type=int, help="seeds per point (default 3; --quick: 2)")
+    p.add_argument("--thesis-seeds", type=int,
+                   help="seeds per point of E7 with the thesis's p_cont for the users (default 2; --quick: 0)")
+    p.add_argument("--days", type=int, help="days of user activity (default 182, the thesis's 6 months; --quick: 56)")
     p.add_argument("--runtime-scale", type=float, default=0.1, help="run times x this (default 0.1, docstring)")
     p.add_argument("--e12-runtime-scale", type=float, default=1.0,
                    help="run times x this in E1/E2 (default 1: 10 sessions need the full model to load 128 processors)")
     p.add_argument("--los-campaign", type=Path, default=REPO / "runs" / "los",
                    help="where campaigns/los.toml ran (its table is printed when there)")
-    p.add_argument("--summary-only", action="store_true", help="run nothing: print and plot what is done")
     args = p.parse_args(argv)
+    if args.executor != "local":
+        raise BatfeedError("site-users runs on a local process pool: --executor dask is not supported")
+    quick = args.quick
+    seeds = args.seeds or (QUICK["seeds"] if quick else 3)
+    tseeds = args.thesis_seeds if args.thesis_seeds is not None else (0 if quick else 2)
+    days = args.days or (QUICK["days"] if quick else 182)
+    alphas, users = (QUICK["alphas"], QUICK["users"]) if quick else (ALPHAS, USERS)
+    args.out = default_out(args, NAME)
+    if days != 182:             # other runs than the thesis's 6 months: their own folder
+        args.out = args.out / f"days{days}"
     from batfeed.platforms.generate import write_homogeneous_platform
 
     args.out.mkdir(parents=True, exist_ok=True)
     platform = args.out / "p128.xml"
     if not platform.is_file():
         write_homogeneous_platform(platform, 128)
-    groups = {"e7": e7(args.out, platform, args.seeds, args.runtime_scale),
-              "e7t": e7(args.out, platform, args.thesis_seeds, args.runtime_scale, thesis_p_cont=True),
-              "e12": e12_site(args.out, platform, args.seeds, args.e12_runtime_scale),
-              "los": los_site(args.out, platform, args.seeds, args.runtime_scale)}
+    groups = {"e7": e7(args.out, platform, seeds, args.runtime_scale, days=days, alphas=alphas, users=users),
+              "e7t": e7(args.out, platform, tseeds, args.runtime_scale, thesis_p_cont=True, days=days, alphas=alphas,
+                        users=users),
+              "e12": e12_site(args.out, platform, seeds, args.e12_runtime_scale, days=days),
+              "los": [] if quick else los_site(args.out, platform, seeds, args.runtime_scale, days=days)}
     if args.summary_only:
         rows = {g: [json.loads((Path(t["dir"]) / "result.json").read_text()) for t in ts
                     if (Path(t["dir"]) / "result.json").is_file()] for g, ts in groups.items()}
         rows["e12"] += [json.loads((Path(t["dir"]) / "result.json").read_text())
-                        for t in e12_open(args.out, platform, args.seeds, existing_only=True)
+                        for t in e12_open(args.out, platform, seeds, existing_only=True)
                         if (Path(t["dir"]) / "result.json").is_file()]
     else:
-        rows = {g: run_all(ts, args.workers) for g, ts in groups.items()}
-        rows["e12"] += run_all(e12_open(args.out, platform, args.seeds), args.workers)
+        rows = {g: run_all(ts, args.workers) if ts else [] for g, ts in groups.items()}
+        rows["e12"] += run_all(e12_open(args.out, platform, seeds), args.workers)
     for g, what in (("e7", "users' p_cont fitted by fit-users (a = 0.78, b = 0.018)"),
                     ("e7t", "users' p_cont = the thesis's Eq. 5.1 (a = 0.8, b = 0.05)")):
         if rows[g]:

@@ -1,39 +1,47 @@
-"""Maui validation against history on three traces (models.md §F [MAUI]; issue 6).
+"""Maui validation against history (models.md §F [MAUI]; issue 6): ``batfeed reproduce maui``.
 
 Runs the campaign ``campaigns/maui_validation.toml`` (validate runs, docs/campaign.md: for each trace
 — HPC2N-2002, which Maui scheduled; the Torque-derived wagap trace of MetaCentrum with its Alea
 ``.machines`` file; KTH-SP2 — and each scheduling step Δ (event-driven, 5 s, 60 s), ``batfeed
-validate``: weekly windows, previous week as warm-up) through the campaign runner, then prints three
-tables from its run directories:
+validate``: weekly windows, previous week as warm-up) through the campaign runner, then prints:
 
-1. the per-job wait error e = simulated − recorded over all scored jobs (mean, median, std, mean
-   |e|) and over the contention-bound jobs only (:mod:`batfeed.contention`: jobs whose recorded
-   wait had room for them all along are waits no simulation of the trace's jobs can reproduce),
-   with the summed and the largest weekly wall time;
+0. the paper's week table (Zitzlsberger et al.: Salomon weeks 6, 7, 29 at 60 s and 5 s, mean /
+   median / std of e = simulated − recorded wait, s) cell by cell as *paper | batfeed | verdict*,
+   batfeed's value being the same week of each trace (Salomon's log is not available: these are
+   other machines' weeks, so the reason of a difference quotes docs/maui.md);
+1. the per-job wait error e over all scored jobs (mean, median, std, mean |e|) and over the
+   contention-bound jobs only (:mod:`batfeed.contention`: jobs whose recorded wait had room for them
+   all along are waits no simulation of the trace's jobs can reproduce), with the summed and the
+   largest weekly wall time;
 2. the step effect d = simulated wait at step Δ − simulated wait event-driven, job by job (the
    error the step itself adds: the paper's Δ effect without the trace model's error);
 3. the weeks where the step effect is largest, with their offered load.
 
 ::
 
-    .venv/bin/python experiments/maui_validation.py --out runs/maui_validation --workers 2
-    .venv/bin/python experiments/maui_validation.py --traces hpc2n --steps 0 --out runs/v \\
-        --config schedulers/examples/hpc2n-seth-maui.cfg           # HPC2N's visible per-user limit
-    .venv/bin/python experiments/maui_validation.py --traces kth --load 1.4 --out runs/sat
-    .venv/bin/python experiments/maui_validation.py --overrun 600 --out runs/overrun  # Maui's JOBMAXOVERRUN
-    .venv/bin/python experiments/maui_validation.py --summary-only --out runs/maui_validation
+    batfeed reproduce maui --workers 2                      # HPC2N-2002, wagap, KTH-SP2 at event / 5 s / 60 s
+    batfeed reproduce maui --quick --workers 2              # KTH-SP2 only, weeks 6, 7, 29 (~1 min)
+    batfeed reproduce maui --traces hpc2n --steps 0 --out runs/v \\
+        --config schedulers/examples/hpc2n-seth-maui.cfg    # HPC2N's visible per-user limit
+    batfeed reproduce maui --traces kth --load 1.4 --out runs/sat
+    batfeed reproduce maui --overrun 600 --out runs/overrun  # Maui's JOBMAXOVERRUN
+    batfeed reproduce maui --summary-only
 
-``--out`` is the campaign directory (``runs/KEY/`` per run, ``results.csv``); runs already complete
-there are reused, so an interrupted invocation resumes.  The flags edit the campaign before it runs:
-``--traces`` selects the file's traces (by name), ``--steps`` the ``interval`` grid (0 =
-event-driven), ``--config``/``--poll``/``--mechanics`` Maui's options, ``--overrun`` the traces'
-conversion (recorded requests kept, jobs run up to request + SECONDS), ``--weeks``/``--no-plots``
-the ``validate`` table.  Each trace is converted once (the campaign's ``inputs/``) and shared by every step.
-``--poll`` adds Maui's poll loop (an iteration at every step while jobs wait), the cost model of the
-paper.  ``--load F`` divides every submit time by F (the trace option ``load``; a saturated machine,
-as Salomon was: only the step-effect tables mean something then, the recorded waits belong to the
-unscaled trace).  ``BATFEED_SHARED`` (the folder holding ``data/``) defaults to ``../shared``; a
-trace whose file is missing is skipped.
+``--quick``: ``--traces kth --weeks 6,7,29`` (KTH-SP2 ships with batfeed: no ``--data``; the weeks
+of the paper's table, each with its warm-up week), in ``runs/reproduce/maui-quick``.  HPC2N-2002
+comes from ``--data`` (the Parallel Workloads Archive's HPC2N-2002-2.1-cln.swf.gz) and wagap from
+the ``alea_metacentrum`` folder beside it (skipped when missing).
+
+``--out`` is the campaign directory (``runs/KEY/`` per run, ``results.csv``; default
+``runs/reproduce/maui``); runs already complete there are reused, so an interrupted invocation
+resumes.  The flags edit the campaign before it runs: ``--traces`` selects the file's traces (by
+name), ``--steps`` the ``interval`` grid (0 = event-driven), ``--config``/``--poll``/``--mechanics``
+Maui's options, ``--overrun`` the traces' conversion (recorded requests kept, jobs run up to request
++ SECONDS), ``--weeks``/``--no-plots`` the ``validate`` table.  Each trace is converted once (the
+campaign's ``inputs/``) and shared by every step.  ``--poll`` adds Maui's poll loop (an iteration at
+every step while jobs wait), the cost model of the paper.  ``--load F`` divides every submit time
+by F (the trace option ``load``; a saturated machine, as Salomon was: only the step-effect tables
+mean something then, the recorded waits belong to the unscaled trace).
 """
 
 from __future__ import annotations
@@ -49,8 +57,17 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
+from batfeed.reproduce import REPO, common_arguments, data_dir, default_out
+from batfeed.reproduce.cells import Cell, markdown
+
+NAME = "maui"
 CAMPAIGN = REPO / "campaigns" / "maui_validation.toml"
+HPC2N = "HPC2N-2002-2.1-cln.swf.gz"
+QUICK = {"traces": ["kth"], "weeks": "6,7,29"}
+# models.md §F: Salomon, per-job error e = simulated - recorded wait (s): (week, step) -> mean, median, std
+PAPER_WEEKS = {(6, 60.0): (103386, 116932, 53415), (7, 60.0): (39617, 18984, 53245), (29, 60.0): (27951, 951, 70094),
+               (6, 5.0): (-52, 171, 7557), (7, 5.0): (-2223, -10, 21137), (29, 5.0): (167, 2, 2952)}
+REASON = "not Salomon: its 1e4 s step effects need a saturated machine (docs/maui.md)"
 Dirs = dict[tuple[str, float], Path]            # (trace tag, step) -> run directory
 
 
@@ -60,8 +77,9 @@ def tag(trace: str, load: float) -> str:
 
 def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: float = 1.0,
              config: str | None = None, poll: bool = False, weeks: str | None = None, mechanics: str = "nodes",
-             overrun: float | None = None, plots: bool = True) -> dict[str, Any]:
-    """The campaign file's mapping edited by the command line (traces whose file is missing left out)."""
+             overrun: float | None = None, plots: bool = True, data: Path | None = None) -> dict[str, Any]:
+    """The campaign file's mapping edited by the command line (traces whose file is missing left out;
+    ``data``: the folder of the SWF logs, its sibling ``alea_metacentrum`` for wagap)."""
     from batfeed.campaign.checks import NAMED_TRACES
     from batfeed.campaign.spec import CampaignError, read_text
 
@@ -75,6 +93,10 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
     selected = []
     for name in traces or list(entries):
         entry = dict(entries[name])
+        if data is not None and "/data/swf/" in entry["path"]:
+            entry["path"] = str(data / Path(entry["path"]).name)
+        elif data is not None and "/data/alea_metacentrum/" in entry["path"]:
+            entry["path"] = str(data.parent / "alea_metacentrum" / Path(entry["path"]).name)
         if entry["path"] not in NAMED_TRACES:
             file = Path(os.path.expandvars(os.path.expanduser(entry["path"])))
             file = file if file.is_absolute() else path.parent / file
@@ -221,13 +243,31 @@ def print_tables(dirs: Dirs, traces: list[str], steps: list[float], poll: bool) 
                   f"{pos}/{len(rows)} |")
 
 
+def week_cells(dirs: Dirs, traces: list[str]) -> list[tuple[str, list[Cell]]]:
+    """The paper's week table beside the same week of each trace (mean, median, std of e, s)."""
+    rows = []
+    for trace in traces:
+        for (week, step), paper in PAPER_WEEKS.items():
+            d = dirs.get((trace, step))
+            got: dict[str, float] = {}
+            if d is not None and (d / "errors.csv").is_file():
+                with open(d / "errors.csv", newline="") as f:
+                    got = next((r for r in csv.DictReader(f) if int(r["week"]) == week), {})
+            vals = [float(got[k]) if got else None for k in ("mean_error_s", "median_error_s", "std_error_s")]
+            rows.append((f"{trace} | {week} | {step:g} s",
+                         [Cell(p, v, reason=REASON, signed=k < 2, rel=0.25, tol=60)
+                          for k, (p, v) in enumerate(zip(paper, vals, strict=True))]))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", required=True, type=Path, help="campaign directory (runs reused from there)")
+    p = argparse.ArgumentParser(prog=f"batfeed reproduce {NAME}", description=__doc__.splitlines()[0])
+    common_arguments(p, NAME)
     p.add_argument("--campaign", type=Path, default=CAMPAIGN, help="campaign file (default: %(default)s)")
-    p.add_argument("--traces", nargs="+", help="trace names of the campaign file (default: all: hpc2n wagap kth)")
+    p.add_argument("--traces", nargs="+", help="trace names of the campaign file (default: all: hpc2n wagap kth; "
+                                               "--quick: kth)")
     p.add_argument("--steps", nargs="+", type=float, default=[0, 5, 60], help="0 = event-driven")
-    p.add_argument("--weeks", help="target weeks (default: all)")
+    p.add_argument("--weeks", help="target weeks (default: all; --quick: 6,7,29)")
     p.add_argument("--config", help="maui.cfg (default: Maui's defaults)")
     p.add_argument("--poll", action="store_true")
     p.add_argument("--overrun", type=float, metavar="SECONDS",
@@ -235,16 +275,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mechanics", choices=["nodes", "counts"], default="nodes",
                    help="Maui's node-level mechanics (default) or the earlier count-based model")
     p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--summary-only", action="store_true", help="run nothing: print the tables of the runs done")
     p.add_argument("--load", type=float, default=1.0,
                    help="arrival-rate factor F: submit times divided by F (load x F; recorded waits then mean "
                         "nothing: read the step-effect table only)")
-    p.add_argument("--workers", type=int, help="parallel runs (default: the number of CPUs)")
-    p.add_argument("--executor", choices=["local", "dask"], default="local")
-    p.add_argument("--scheduler-address", help="with --executor dask: the Dask scheduler, tcp://HOST:8786")
     args = p.parse_args(argv)
     if args.load <= 0:
         p.error("--load must be > 0")
+    if args.quick:
+        args.traces = args.traces or QUICK["traces"]
+        args.weeks = args.weeks or QUICK["weeks"]
+    out = default_out(args, NAME)
     os.environ.setdefault("BATFEED_SHARED", str(REPO.parent / "shared"))
     from batfeed.campaign import CampaignInterrupted, load_spec, run_campaign
     from batfeed.errors import BatfeedError
@@ -252,25 +292,28 @@ def main(argv: list[str] | None = None) -> int:
     steps = [float(s) for s in args.steps]
     interrupted = False
     try:
+        data = data_dir(args, [HPC2N]) if args.traces is None or "hpc2n" in args.traces else None
         spec = campaign(args.campaign, args.traces, steps, load=args.load, config=args.config, poll=args.poll,
                         mechanics=args.mechanics, overrun=args.overrun, weeks=args.weeks,
-                        plots=not args.no_plots)
+                        plots=not args.no_plots, data=data)
         camp = load_spec(spec, base=args.campaign.resolve().parent)
-        table = run_campaign(camp, args.out, workers=args.workers, executor=args.executor,
+        table = run_campaign(camp, out, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only,
                              log=lambda line: print(line, flush=True))
     except CampaignInterrupted as stop:
         print(f"interrupted: {stop.done} of {stop.total} runs done; run again to resume", file=sys.stderr)
         table, interrupted = stop.table, True
     except BatfeedError as err:
-        print(f"maui_validation: error: {err}", file=sys.stderr)
+        print(f"batfeed reproduce maui: error: {err}", file=sys.stderr)
         return 1
-    root = args.out.resolve()
-    print_tables(run_dirs(table, root), [t.name for t in camp.traces], steps, args.poll)
+    root = out.resolve()
+    dirs = run_dirs(table, root)
+    traces = [t.name for t in camp.traces]
+    if args.load == 1:
+        print("\nThe paper's week table (Salomon, models.md §F) beside the same week of each trace: e = simulated - "
+              "recorded wait (s), paper · batfeed · verdict\n")
+        print(markdown(["trace", "week", "Δ", "mean e (s)", "median e (s)", "std e (s)"], week_cells(dirs, traces)))
+    print_tables(dirs, traces, steps, args.poll)
     if interrupted:
         return 130
     return 0 if (table["status"] == "ok").all() or args.summary_only else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
