@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from batfeed.errors import BatfeedError
 from batfeed.reproduce import REPO, common_arguments, data_dir, default_out
 from batfeed.reproduce.tuning_tables import POLICIES, STRATEGIES, report
 
@@ -110,9 +111,11 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     quick = args.quick
-    r = args.resamples or (3 if quick else 60)
+    r = args.resamples if args.resamples is not None else (3 if quick else 60)
     if r < 1:
-        raise SystemExit("batfeed reproduce tuning: --resamples must be >= 1")
+        raise BatfeedError(f"--resamples must be >= 1, got {r}")
+    if args.weeks is not None and args.weeks < 1:
+        raise BatfeedError(f"--weeks must be >= 1, got {args.weeks}")
     wanted = args.traces or (["KTH-SP2"] if quick else list(LOGS))
     traces = []
     for t in wanted:
@@ -135,8 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             c = Config(c.theta, c.ties, args.backfill.upper(), c.resample, c.weeks)
         if args.resample:
             c = Config(c.theta, c.ties, c.backfill, args.resample, c.weeks or 104)
-        if c.resample == "weekly" and (args.weeks or quick):
-            c = Config(c.theta, c.ties, c.backfill, c.resample, args.weeks or 26)
+        if c.resample == "weekly" and (args.weeks is not None or quick):
+            c = Config(c.theta, c.ties, c.backfill, c.resample, args.weeks if args.weeks is not None else 26)
         spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}")
         table = run_campaign(load_spec(spec, base=REPO), out / key, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only, log=print)
