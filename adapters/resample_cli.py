@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from batfeed.errors import BatfeedError
 
@@ -229,18 +231,25 @@ def cmd_resample(args: argparse.Namespace) -> int:
           f"week never drawn) in {time.perf_counter() - t0:.2f} s")
     if log.anonymous:
         print(f"note: {log.anonymous} jobs have no user: resampled together as one anonymous user")
+    _write_each(seeds, paths, lambda seed: log.resample(args.weeks, seed),
+                lambda seed: f"seed {seed} drew no job in {args.weeks} weeks (every drawn user-week of "
+                             f"{args.workload} is empty); try more --weeks or another --seed")
+    return 0
+
+
+def _write_each(seeds: range, paths: list[Path], draw: Callable[[int], Any], empty: Callable[[int], str]) -> None:
+    """Draw (``draw(seed)``) and write each seed's resample, one line per file; ``empty(seed)`` says why a
+    seed drew no job (then nothing more is written and the files already written are named)."""
     written: list[Path] = []
     for seed, path in zip(seeds, paths, strict=True):
         t1 = time.perf_counter()
-        res = log.resample(args.weeks, seed)
+        res = draw(seed)
         if not len(res.src):
-            raise BatfeedError(_empty(path, written, f"seed {seed} drew no job in {args.weeks} weeks (every drawn "
-                                      f"user-week of {args.workload} is empty); try more --weeks or another --seed"))
+            raise BatfeedError(_empty(path, written, empty(seed)))
         res.write(path)
         written.append(path)
-        print(f"wrote {path}: {args.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
+        print(f"wrote {path}: {res.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
               f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
-    return 0
 
 
 def cmd_resample_permute(args: argparse.Namespace) -> int:
@@ -257,10 +266,5 @@ def cmd_resample_permute(args: argparse.Namespace) -> int:
           f"{log.dropped} jobs of the first and last weeks dropped, in {time.perf_counter() - t0:.2f} s")
     if log.anonymous:
         print(f"note: {log.anonymous} jobs have no user: permuted together as one anonymous user")
-    for seed, path in zip(seeds, paths, strict=True):
-        t1 = time.perf_counter()
-        res = log.resample(seed)
-        res.write(path)
-        print(f"wrote {path}: {res.weeks} weeks, seed {seed}, {len(res.src)} jobs, "
-              f"{len(res.profiles())} profiles ({time.perf_counter() - t1:.2f} s)")
+    _write_each(seeds, paths, log.resample, lambda seed: f"seed {seed} kept no job")   # never: PermuteLog checks
     return 0
