@@ -36,9 +36,9 @@ class Cell:
     def verdict(self) -> str:
         return verdict(self)
 
-    def text(self) -> str:
-        """``paper | batfeed [lo, hi] | verdict``."""
-        return f"{_num(self.paper, self.digits, self.signed)} | {self.batfeed()} | {self.verdict}"
+    def text(self, sep: str = " | ") -> str:
+        """``paper | batfeed [lo, hi] | verdict`` (fields joined by ``sep``)."""
+        return sep.join((_num(self.paper, self.digits, self.signed), self.batfeed(), self.verdict))
 
     def batfeed(self) -> str:
         if self.value is None or _nan(self.value):
@@ -69,7 +69,7 @@ def markdown(header: list[str], rows: list[tuple[str, list[Cell]]]) -> str:
     (the three fields joined by " · " so that a Markdown table keeps its columns)."""
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, cells in rows:
-        out.append(f"| {label} | " + " | ".join(c.text().replace(" | ", " · ") for c in cells) + " |")
+        out.append(f"| {label} | " + " | ".join(c.text(" · ") for c in cells) + " |")
     return "\n".join(out)
 
 

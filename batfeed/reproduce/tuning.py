@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from batfeed.errors import BatfeedError
@@ -135,11 +135,11 @@ def main(argv: list[str] | None = None) -> int:
     for key in (CONFIGS if args.config == "both" else [args.config]):
         c = CONFIGS[key]
         if key == "authors-workflow" and args.backfill:
-            c = Config(c.theta, c.ties, args.backfill.upper(), c.resample, c.weeks)
+            c = replace(c, backfill=args.backfill.upper())
         if args.resample:
-            c = Config(c.theta, c.ties, c.backfill, args.resample, c.weeks or 104)
+            c = replace(c, resample=args.resample, weeks=c.weeks or 104)
         if c.resample == "weekly" and (args.weeks is not None or quick):
-            c = Config(c.theta, c.ties, c.backfill, c.resample, args.weeks if args.weeks is not None else 26)
+            c = replace(c, weeks=args.weeks if args.weeks is not None else 26)
         spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}")
         table = run_campaign(load_spec(spec, base=REPO), out / key, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only, log=print)
