@@ -15,6 +15,7 @@ def plots(df: pd.DataFrame, boot: pd.DataFrame, figures: Path) -> list[Path]:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     figures.mkdir(parents=True, exist_ok=True)
     ok = df[df["status"] == "ok"]
@@ -25,6 +26,7 @@ def plots(df: pd.DataFrame, boot: pd.DataFrame, figures: Path) -> list[Path]:
         ax.axvline(boot.at[label, "original"], color="#c0392b", lw=2, label="original log")
         ax.set_xlabel(label)
         ax.set_ylabel("resamples")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))     # counts
     axes[0].legend(loc="upper right", fontsize=8)
     fig.suptitle(f"KTH-SP2 under EASY: {len(res)} user-based resamples (f = 1, 48 weeks) vs the original log")
     fig.tight_layout()
@@ -59,7 +61,9 @@ def plots(df: pd.DataFrame, boot: pd.DataFrame, figures: Path) -> list[Path]:
             ax.set_title(name)
             ax.grid(alpha=0.3)
         axes[r][0].legend(fontsize=8, title="hollow: saturated run", title_fontsize=8)
-    fig.suptitle(f"EASY on user-based resamples: {sw['seed'].nunique()} per load, rigid replay vs replay with feedback")
+    n = sw.groupby(["log", "f", "users"]).size()
+    per = f"{n.min()}" if n.min() == n.max() else f"{n.min()}–{n.max()}"
+    fig.suptitle(f"EASY on user-based resamples: {per} per load, rigid replay vs replay with feedback")
     fig.tight_layout()
     paths.append(figures / "load_sweep.png")
     fig.savefig(paths[1], dpi=110)
