@@ -196,9 +196,18 @@ def cmd_fit_users(args: argparse.Namespace) -> int:
     from batfeed.users.site_fit import fit_site, format_fit, read_trace
 
     writable_file(Path(args.output), "-o/--output")
-    traces = [read_trace(t) for t in args.traces]
-    model, bins = fit_site(traces)
-    print(format_fit(model, traces, bins))
+    if args.thesis:
+        from batfeed.users.site_thesis import fit_thesis, format_thesis, read_thesis_traces
+
+        traces = read_thesis_traces(args.traces)
+        p1, p2, bins = fit_thesis(traces)
+        model = p1 if args.thesis == "phase1" else p2
+        print(format_fit(model, traces, bins))
+        print(format_thesis(p1, p2))
+    else:
+        traces = [read_trace(t) for t in args.traces]
+        model, bins = fit_site(traces)
+        print(format_fit(model, traces, bins))
     Path(args.output).write_text(json.dumps(model, indent=1) + "\n")
     print(f"wrote {args.output}")
     return 0
@@ -422,6 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "sizes, runtimes, activity) to SWF traces (models.md C; users/site_fit.py)")
     s.add_argument("traces", nargs="+", metavar="TRACE", help="SWF trace(s) (plain, .gz or .xz), pooled")
     s.add_argument("-o", "--output", required=True, metavar="MODEL.json", help="model file to write")
+    s.add_argument("--thesis", choices=("phase1", "phase2"),
+                   help="the thesis's workload (users/site_thesis.py): sizes in nodes, intra-batch gaps <= 20 min, "
+                        "Eq. 5.1; phase2: run-time classes equal, the long one bounded for 12.16-min jobs")
     s.set_defaults(func=cmd_fit_users)
 
     from batfeed.campaign.cli import add_campaign_parser

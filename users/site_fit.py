@@ -47,12 +47,15 @@ from batfeed.adapters.swf import _header_int, read_swf
 
 from batfeed.errors import BatfeedError, InputError
 
-__all__ = ["DEFAULT_MODEL", "FORMAT", "P_CONT_EDGES", "THESIS_P_CONT", "THESIS_THINK_TABLE", "TraceStats",
+__all__ = ["BUILTIN", "DEFAULT_MODEL", "FORMAT", "P_CONT_EDGES", "THESIS_P_CONT", "THESIS_THINK_TABLE", "TraceStats",
            "analyse_user", "fit_p_cont", "fit_site", "format_fit", "load_model", "read_trace", "sample",
            "think_table"]
 
 FORMAT = "batfeed-site-users/1"
 DEFAULT_MODEL = Path(__file__).parent / "data" / "site_users_default.json"
+# built-in models by name (users/site_thesis.py writes the thesis's two with 'batfeed fit-users --thesis')
+BUILTIN = {"default": DEFAULT_MODEL, **{f"thesis-{ph}": DEFAULT_MODEL.with_name(f"site_users_thesis_{ph}.json")
+                                        for ph in ("phase1", "phase2")}}
 SESSION_S = 1200.0
 BREAK_MAX_S = 28800.0
 DAY_WINDOW = ("07:30", "17:30")
@@ -89,14 +92,17 @@ class TraceStats:
     estimate_factors: list[float] = field(default_factory=list)   # requested time / run time (both > 0)
     job_thinks: int = 0
     negative: int = 0
+    split: int = 0               # batches split by max_gap_s
     sessions: int = 0
     day: int = 0
     weekday: int = 0
 
 
 def analyse_user(submit: list[float], wait: list[float], run: list[float], procs: list[int],
-                 st: TraceStats) -> None:
-    """Add one user's jobs (sorted by submit) to ``st``: batches, gaps, thinks, sessions, size runs."""
+                 st: TraceStats, max_gap_s: float | None = None) -> None:
+    """Add one user's jobs (sorted by submit) to ``st``: batches, gaps, thinks, sessions, size runs.
+    ``max_gap_s``: a job submitted more than this after the previous one starts a new batch even while
+    that job runs (the pause is not an intra-batch gap; its negative think time is not a think)."""
     n = len(submit)
     if not n:
         return
@@ -106,10 +112,16 @@ def analyse_user(submit: list[float], wait: list[float], run: list[float], procs
         if i < n:
             st.job_thinks += 1
             think = submit[i] - end[i - 1]
-            if think < 0:          # joins the batch
+            gap = submit[i] - submit[i - 1]
+            if think < 0 and (max_gap_s is None or gap <= max_gap_s):     # joins the batch
                 st.negative += 1
-                st.gaps.append(submit[i] - submit[i - 1])
+                st.gaps.append(gap)
                 width += 1
+            elif think < 0:        # a pause longer than max_gap_s: a new batch, no think time
+                st.negative += 1
+                st.split += 1
+                st.widths.append(width)
+                width = 1
             else:                  # closes the batch: think from its last submitted job
                 resp = wait[i - 1] + run[i - 1]
                 st.widths.append(width)
@@ -155,16 +167,25 @@ def _activity(header: dict[str, str], submits: np.ndarray, st: TraceStats) -> No
     st.weekday = int((t.day_of_week < 5).sum())
 
 
-def read_trace(path: str | Path) -> TraceStats:
-    """Read an SWF trace and collect its :class:`TraceStats`."""
+def read_trace(path: str | Path, max_gap_s: float | None = None, nodes: bool = False) -> TraceStats:
+    """Read an SWF trace and collect its :class:`TraceStats` (``max_gap_s``: :func:`analyse_user`).
+    ``nodes``: sizes in nodes where the header's MaxProcs is a multiple k > 1 of MaxNodes (ceil(procs / k);
+    the machine is then MaxNodes), so that an SMP log counts the unit the single-processor-node logs count."""
     header, records = read_swf(path)
     name = Path(path).name
     for suffix in (".gz", ".xz", ".swf"):
         name = name.removesuffix(suffix)
     st = TraceStats(trace=name)
+    unit = 1
+    if nodes:
+        mp, mn = _header_int(header, "MaxProcs"), _header_int(header, "MaxNodes")
+        if mp and mn and mp > mn and mp % mn == 0:
+            unit = mp // mn
+            st.notes.append(f"sizes in nodes of {unit} processors (MaxProcs {mp} / MaxNodes {mn})")
     per_user: dict[int, list[tuple[float, int, float, float, int]]] = defaultdict(list)
     for k, rec in enumerate(records):
         procs = rec.alloc_procs if rec.alloc_procs > 0 else rec.req_procs
+        procs = -(-procs // unit)
         if rec.run < 0 or procs <= 0 or rec.wait < 0 or rec.submit < 0:
             st.skipped += 1
             continue
@@ -181,9 +202,10 @@ def read_trace(path: str | Path) -> TraceStats:
         submits.extend(cols[0])
         st.sizes.extend(cols[4])
         st.runtimes.extend(cols[3])
-        analyse_user(list(cols[0]), list(cols[2]), list(cols[3]), list(cols[4]), st)
+        analyse_user(list(cols[0]), list(cols[2]), list(cols[3]), list(cols[4]), st, max_gap_s)
     st.jobs, st.users = len(submits), len(per_user)
-    st.machine_procs = _header_int(header, "MaxProcs") or max(st.sizes)
+    st.machine_procs = (_header_int(header, "MaxNodes") if unit > 1 else None) or _header_int(header, "MaxProcs") \
+        or max(st.sizes)
     _activity(header, np.asarray(submits, dtype=float), st)
     return st
 
@@ -325,10 +347,13 @@ def format_fit(model: dict[str, Any], traces: list[TraceStats], bins: list[tuple
 
 
 def load_model(path_or_dict: str | Path | dict[str, Any] | None = None) -> dict[str, Any]:
-    """A checked ``batfeed-site-users/1`` model from a dict or JSON file (default: the built-in one)."""
+    """A checked ``batfeed-site-users/1`` model from a dict, a JSON file or a :data:`BUILTIN` name (default:
+    the built-in ``default``)."""
     src = "in-memory"
     if path_or_dict is None:
         path_or_dict = DEFAULT_MODEL
+    elif isinstance(path_or_dict, str) and path_or_dict in BUILTIN:
+        path_or_dict = BUILTIN[path_or_dict]
     if isinstance(path_or_dict, dict):
         model = path_or_dict
     else:
@@ -346,10 +371,13 @@ def load_model(path_or_dict: str | Path | dict[str, Any] | None = None) -> dict[
         if key not in model:
             raise InputError(f"site-user model: missing key {key!r}", src)
     for key in _CONT:
-        q = model[key].get("quantiles") if isinstance(model[key], dict) else None
-        if not isinstance(q, list) or len(q) not in (0, 101) or not all(
-                isinstance(v, int | float) and math.isfinite(v) for v in q) or any(np.diff(q) < 0):
-            raise InputError(f"site-user model: {key!r} needs 'quantiles': 101 non-decreasing numbers", src)
+        d = model[key] if isinstance(model[key], dict) else {}
+        parts = d.get("classes") if "classes" in d else [{"p": 1.0, **d}]
+        if not isinstance(parts, list) or not parts or not all(isinstance(c, dict) for c in parts) \
+                or abs(sum(c.get("p", -1) for c in parts) - 1) > 1e-6 or not all(_good_q(c.get("quantiles"))
+                                                                         for c in parts):
+            raise InputError(f"site-user model: {key!r} needs 'quantiles': 101 non-decreasing numbers (or "
+                             "'classes': a list of {p, quantiles} whose p sum to 1)", src)
     for key in _DISC:
         d = model[key]
         v, p = (d.get("values"), d.get("probs")) if isinstance(d, dict) else (None, None)
@@ -362,8 +390,20 @@ def load_model(path_or_dict: str | Path | dict[str, Any] | None = None) -> dict[
     return model
 
 
+def _good_q(q: Any) -> bool:
+    return isinstance(q, list) and len(q) in (0, 101) and all(
+        isinstance(v, int | float) and math.isfinite(v) for v in q) and not any(np.diff(q) < 0)
+
+
 def sample(dist: dict[str, Any], rng: np.random.Generator, size: int | None = None) -> Any:
-    """Draw from a model distribution: inverse CDF (linear) of ``quantiles`` or ``rng.choice`` of a pmf."""
+    """Draw from a model distribution: inverse CDF (linear) of ``quantiles``, ``rng.choice`` of a pmf, or a
+    ``classes`` mixture (a class drawn by its ``p``, then its quantiles; one draw at a time)."""
+    if "classes" in dist:
+        if size is not None:
+            return np.array([sample(dist, rng) for _ in range(size)])
+        cls = dist["classes"]
+        k = int(np.searchsorted(np.cumsum([c["p"] for c in cls]), rng.random(), side="right"))
+        return sample(cls[min(k, len(cls) - 1)], rng)
     if "quantiles" in dist:
         q = dist["quantiles"]
         if not q:
