@@ -114,7 +114,8 @@ def compute_metrics(
     compute hosts of ``platform`` (XML), else ``nb_computing_machines`` of the run's ``_schedule.csv``
     next to a ``_jobs.csv`` path, else (``nb_resources_source`` "inferred") the highest allocated
     resource id + 1, a lower bound; ``window`` the utilisation window [T0, T1) (default: first submit
-    to last finish). ``saturation`` holds the slope (jobs/week) and verdict of Zakay & Feitelson's
+    to last finish); with it, ``window_submitted_per_hour`` = jobs submitted in [T0, T1) per hour.
+    ``saturation`` holds the slope (jobs/week) and verdict of Zakay & Feitelson's
     saturation check with its defaults (:func:`batfeed.saturation.saturation` for the series). The
     result is JSON-serialisable (NaN/inf are None).
     """
@@ -163,7 +164,9 @@ def compute_metrics(
         t0, t1, w_source = float(window[0]), float(window[1]), "argument"
     else:
         t0, t1, w_source = first_submit, last_finish, "jobs"
-    utilisation = busy = None
+    utilisation = busy = window_rate = None
+    if window is not None:             # jobs submitted in the window per hour (a closed system's throughput)
+        window_rate = float(np.count_nonzero((submit_all >= t0) & (submit_all < t1))) / ((t1 - t0) / 3600.0)
     if n_res and t0 is not None and t1 is not None and t1 > t0:
         overlap = np.clip(np.minimum(finish, t1) - np.maximum(start, t0), 0.0, None)
         busy = float(np.nansum(size * overlap)) / (t1 - t0)
@@ -206,6 +209,7 @@ def compute_metrics(
         "last_finish": last_finish,
         "throughput_per_hour": _num(throughput),
         "utilisation": _num(utilisation),
+        "window_submitted_per_hour": _num(window_rate),
         "mean_busy_resources": _num(busy),
         "utilisation_window": [t0, t1] if t0 is not None and t1 is not None else None,
         "utilisation_window_source": w_source,

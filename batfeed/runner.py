@@ -156,6 +156,9 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
             if crash is None:
                 raise
             raise crash from err
+        stats = getattr(getattr(sched, "model", None), "stats", None)
+        if callable(stats):
+            result.user_stats = stats()
         ok = True
     finally:
         gc.unfreeze()                      # what _loading() froze (Simulator.run unfreezes it too)

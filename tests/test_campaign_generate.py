@@ -16,7 +16,7 @@ from batfeed.runner import run_simulation
 USERS = {"model": "site-phase2", "options": {"nb_users": 6, "duration_s": 2 * 86400, "runtime_scale": 0.1}}
 SPEC = {"traces": [{"name": "site", "generate": True}], "platforms": [{"name": "p64", "nb_machines": 64}],
         "schedulers": [{"name": "creasy", "options": {"alpha": [0, 6000]}}], "users": [USERS], "seeds": [1, 2],
-        "metrics": ["nb_jobs", "wait.mean", "utilisation"]}
+        "metrics": ["nb_jobs", "wait.mean", "utilisation", "users.jobs", "users.jobs_per_session"]}
 
 
 def test_generated_trace_runs_equal_batfeed_simulate(tmp_path: Path) -> None:
@@ -31,6 +31,26 @@ def test_generated_trace_runs_equal_batfeed_simulate(tmp_path: Path) -> None:
     ours = pd.read_csv(tmp_path / "c" / row["jobs_csv"])
     direct = pd.read_csv(tmp_path / "direct_jobs.csv")
     assert ours.drop(columns="metadata").equals(direct.drop(columns="metadata")) and len(direct) == row["nb_jobs"]
+    # the users' own count (users/site.py stats) is in the table and the manifest: every generated job ran
+    assert (out["users.jobs"] == out["nb_jobs"]).all() and (out["users.jobs_per_session"] >= 1).all()
+    import json
+    stats = json.loads((tmp_path / "direct_manifest.json").read_text())["user_stats"]
+    assert stats["jobs"] == row["nb_jobs"] and stats["jobs_per_session"] == row["users.jobs_per_session"]
+
+
+def test_thesis_workload_by_name_and_window_throughput(tmp_path: Path) -> None:
+    users = {"model": "site-phase2", "options": {"nb_users": 4, "duration_s": 86400, "model": "thesis-phase2"}}
+    spec = {**SPEC, "users": [users], "seeds": [1], "window": [0, 86400],
+            "schedulers": [{"name": "creasy", "options": {"alpha": 6000}}],
+            "metrics": ["nb_jobs", "window_submitted_per_hour", "users.jobs"]}
+    out = run_campaign(spec, tmp_path / "c", workers=1, progress=False)
+    assert (out["status"] == "ok").all() and out["user_options.model"].iloc[0] == "thesis-phase2"
+    jobs = pd.read_csv(tmp_path / "c" / out["jobs_csv"].iloc[0])
+    assert out["window_submitted_per_hour"].iloc[0] == pytest.approx((jobs["submission_time"] < 86400).sum() / 24)
+    # another window recomputes the metrics from the _jobs.csv files, without a run; the users' counts stay
+    again = run_campaign({**spec, "window": [0, 43200]}, tmp_path / "c", workers=1, progress=False)
+    assert again["key"].tolist() == out["key"].tolist() and again["users.jobs"].tolist() == out["users.jobs"].tolist()
+    assert again["window_submitted_per_hour"].iloc[0] == pytest.approx((jobs["submission_time"] < 43200).sum() / 12)
 
 
 def test_generated_trace_errors(tmp_path: Path) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+# a generating user model's stats (users/site.py SitePhase1.stats), for runs with such users (NaN elsewhere)
+USER_STATS = ("users.users", "users.jobs", "users.sessions", "users.jobs_per_session")
 SKIP = ("source", "note", "per_user", "lateness.note", "nb_resources_from", "utilisation_window")
 
 
@@ -38,4 +40,4 @@ def metric_names() -> list[str]:
                         "allocated_resources": ["0"], "consumed_energy": [-1.0],
                         "metadata": ["orig_subtime=0;user=1"]})
     names = list(flatten(compute_metrics(one, nb_resources=1)))
-    return sorted(names + ["non_rb.nb_rb_jobs"] + [f"non_rb.{n}" for n in names])
+    return sorted(names + ["non_rb.nb_rb_jobs"] + [f"non_rb.{n}" for n in names] + list(USER_STATS))

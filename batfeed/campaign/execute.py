@@ -135,6 +135,7 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
     metrics = flatten(compute_metrics(tmp / f"{PREFIX}_jobs.csv", tau=task.tau, window=task.window))
     if task.resample_rb_npw:
         metrics.update(_non_rb_metrics(task, workload, tmp))
+    metrics.update({f"users.{k}": v for k, v in (result.user_stats or {}).items()})
     return {"metrics": metrics, "counts": dict(result.counts), "simulated_time": result.simulated_time,
             "simulation_wall_s": result.wall_time, "workload": workload}
 

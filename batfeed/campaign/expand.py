@@ -103,11 +103,14 @@ def _filled(specs: Any, options: dict[str, Any], owner: str) -> dict[str, Any]:
 
 def resolved(specs: Any, options: dict[str, Any], base: Path) -> dict[str, Any]:
     """``options`` with relative file paths (options of kind path, maintenance files) made absolute
-    from the campaign file's directory: workers may run elsewhere."""
+    from the campaign file's directory: workers may run elsewhere.  A relative path that names no file there
+    is kept as written (a built-in name such as a site-user model's ``thesis-phase2``; a missing file is
+    reported by whoever opens it)."""
     out = dict(options)
     for name, value in out.items():
         kind = specs[name].kind if specs is not None and name in specs else None
-        if kind in ("path", "maintenance") and isinstance(value, str) and not Path(value).is_absolute():
+        if kind in ("path", "maintenance") and isinstance(value, str) and not Path(value).is_absolute() \
+                and (base / value).exists():
             out[name] = str(base / value)
     return out
 

@@ -40,7 +40,8 @@ def _metrics_of(record: dict[str, Any], camp: Campaign, run_dir: Path) -> dict[s
         return record.get("metrics") or {}
     from batfeed.metrics import compute_metrics
 
-    return flatten(compute_metrics(run_dir / f"{PREFIX}_jobs.csv", tau=camp.tau, window=camp.window))
+    kept = {k: v for k, v in (record.get("metrics") or {}).items() if k.startswith("users.")}   # not from jobs
+    return {**flatten(compute_metrics(run_dir / f"{PREFIX}_jobs.csv", tau=camp.tau, window=camp.window)), **kept}
 
 
 def build_table(camp: Campaign, runs: list[Run], root: Path, records: Mapping[str, dict[str, Any] | None],

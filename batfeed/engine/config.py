@@ -50,6 +50,7 @@ class SimulationResult:
     messages: int
     tracer: JobsTracer = field(repr=False)
     driver: str = "pybatsim"
+    user_stats: dict[str, Any] | None = None     # a generating user model's stats() (sessions, jobs/session)
 
 
 class AccountingError(BatfeedError):
