@@ -1,5 +1,6 @@
 """Site-level users (Shmueli's thesis, models.md §C): closed-loop Phase-1 and Phase-2 users that
-*generate* their jobs from a behaviour model (``batfeed fit-users``, :mod:`batfeed.users.site_fit`).
+*generate* their jobs from a behaviour model (``batfeed fit-users``, :mod:`batfeed.users.site_fit`); by default
+the thesis's workload of the user's phase (``thesis-phase1``/``thesis-phase2``, :mod:`batfeed.users.site_thesis`).
 
 Each user runs batches: W ~ ``batch_width`` jobs submitted ``intra_batch_gap_s`` apart; the user then
 waits for the end of the batch's **last submitted** job (end − submit = response R) and
@@ -65,8 +66,9 @@ SITE_OPTIONS: dict[str, Option] = {o.name: o for o in (
            "the last job completes)", minimum=0, unit="seconds"),
     Option("seed", "number", 0, "RNG seed (user u draws from numpy default_rng([seed, u]))", minimum=0,
            integer=True),
-    Option("model", "path", None, "behaviour model JSON from 'batfeed fit-users' (null: the built-in one)",
-           nullable=True),
+    Option("model", "path", None, "behaviour model: a JSON from 'batfeed fit-users' or a built-in name: "
+           "'thesis-phase1', 'thesis-phase2' (the thesis's workloads, users/site_thesis.py; null: the one of the "
+           "user's phase) or 'default' (fitted on KTH-SP2 + SDSC-BLUE)", nullable=True),
     Option("p_cont_a", "number", None, "p_cont(R) = a/(b·R+1): a (null: the model's)", minimum=0, maximum=1,
            nullable=True),
     Option("p_cont_b", "number", None, "p_cont(R) = a/(b·R+1): b per minute (null: the model's)", minimum=0,
@@ -117,7 +119,7 @@ class SitePhase1(UserModel):
             raise UserModelError(f"user model '{self.name}' generates its jobs: give no trace")
         super().__init__(trace, options)
         o = self.opts
-        self.model = load_model(o["model"])
+        self.model = load_model(o["model"] if o["model"] is not None else f"thesis-phase{self.PHASE}")
         for key in ("batch_width", "intra_batch_gap_s", "short_think_s", "size", "size_repeat", "runtime_s",
                     *(("break_s",) if self.PHASE == 2 else ()), *(("estimate_factor",) if o["estimate"] ==
                                                                      "model" else ())):
