@@ -84,3 +84,37 @@ def test_rwf_quick_end_to_end(tmp_path: Path) -> None:
     # a second invocation reuses the run
     again = run_cli([*args, "--summary-only"], REPO, timeout=60)
     assert again.returncode == 0 and row in again.stdout
+
+
+def test_site_users_end_to_end(tmp_path: Path) -> None:
+    """E7, E1/E2 on the thesis's workloads as campaigns, two days of activity: the cells, the open-loop
+    replays built from the site-level runs' outputs, and a second invocation that runs nothing."""
+    import pandas as pd
+
+    from batfeed.reproduce.site_users import main
+    from batfeed.reproduce.site_users_report import e12_rows
+
+    out = tmp_path / "s"
+    args = ["--quick", "--days", "2", "--seeds", "2", "--workers", "2", "--out", str(out)]
+    assert main(args) == 0
+    root = out / "days2"
+    text = (root / "tables.md").read_text()
+    for line in ("| CREASY-6000 | 50 | 28.0 · ", "| EASY | 250 | 47.0 · ",
+                 "error %: 'EASY trace on FCFS' vs 'site FCFS'", "throughput gain over EASY at 250 users",
+                 "≤ 1 min: -83 | "):
+        assert line in text, line
+    e7 = pd.read_csv(root / "e7" / "results.csv")
+    assert len(e7) == 8 and (e7["status"] == "ok").all() and (e7["user_options.model"] == "thesis-phase2").all()
+    assert (e7["users.jobs"] == e7["nb_jobs"]).all()            # every generated job ran
+    site, opened = (pd.read_csv(root / g / "results.csv") for g in ("e12-site", "e12-open"))
+    assert len(site) == 4 and len(opened) == 8 and (opened["status"] == "ok").all()
+    rows = e12_rows(site, opened).set_index(["setup", "seed"])
+    # a site-level schedule replayed open-loop on the same scheduler is the same schedule
+    for sched in ("EASY", "FCFS"):
+        same, orig = rows.loc[f"{sched} trace on {sched}"], rows.loc[f"site {sched}"]
+        assert (same["jobs"] == orig["jobs"]).all()
+        assert same["wait_h"].to_numpy() == pytest.approx(orig["wait_h"].to_numpy(), abs=1e-9)
+    assert (root / "figures" / "e7.png").stat().st_size > 10_000
+    before = (root / "e7" / "results.csv").stat().st_mtime_ns
+    assert main([*args, "--summary-only"]) == 0
+    assert (root / "e7" / "results.csv").stat().st_mtime_ns >= before
