@@ -193,7 +193,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_fit_users(args: argparse.Namespace) -> int:
     from batfeed.outpaths import writable_file
-    from batfeed.users.site_fit import fit_site, format_fit, read_trace
+    from batfeed.users.site_fit import fit_site, read_trace
+    from batfeed.users.site_fit_report import format_fit
 
     writable_file(Path(args.output), "-o/--output")
     if args.thesis:
