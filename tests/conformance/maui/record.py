@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Record Maui's schedule of the conformance scenarios with a Maui simulator binary.
+
+usage (from the repository root)::
+
+    MAUI=$HOME/refs/maui/bin/maui .venv/bin/python tests/conformance/maui/record.py [NAME ... | all]
+        [--out tests/data/maui_ref] [--timeout 600] [--keep DIR]
+
+For each scenario a fresh Maui home directory is written (:func:`conformance.maui.traces.write_home`),
+``$MAUI`` runs in it (``MAUIHOMEDIR``; it listens on a free loopback port) until the trace is done, and
+``<out>/<name>.csv`` receives ``job,tasks,submit,start,end,hosts`` per job from ``stats/simstat.out``
+(hosts: the 0-based node indices Maui allocated, ``;``-separated); ``<out>/MAUI_COMMIT`` the binary's
+build commit when ``$MAUI/../../COMMIT`` exists.  A run that misses a job or fails is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+from conformance.maui.scenarios import SCENARIOS, Scenario, jobs  # noqa: E402
+from conformance.maui.traces import parse_simstat, write_home  # noqa: E402
+
+OUT = HERE.parent.parent / "data" / "maui_ref"
+
+
+def free_port() -> int:
+    """Two consecutive free loopback ports (Maui binds PORT and PORT + 1)."""
+    for _ in range(100):
+        with socket.socket() as a:
+            a.bind(("127.0.0.1", 0))
+            p = a.getsockname()[1]
+            with socket.socket() as b:
+                try:
+                    b.bind(("127.0.0.1", p + 1))
+                except OSError:
+                    continue
+            return p
+    raise RuntimeError("no two consecutive free ports")
+
+
+def hosts(field: str) -> str:
+    """Maui's allocated host list (``n001:n002`` or ``[n001][n002]``) as 0-based indices ``0;1``."""
+    names = [t for t in field.replace("[", " ").replace("]", " ").replace(":", " ").replace(",", " ").split()
+             if t.startswith("n") and t[1:].isdigit()]
+    return ";".join(str(int(n[1:]) - 1) for n in names)
+
+
+def run(sc: Scenario, maui: str, home: Path, timeout: float) -> list[dict]:
+    """Run ``maui`` on ``sc`` in ``home``; Maui's records, one per job."""
+    write_home(sc, home, free_port())
+    t = time.monotonic()
+    with open(home / "stdout.txt", "w") as out:
+        subprocess.run([maui], cwd=home, env={**os.environ, "MAUIHOMEDIR": str(home)}, stdout=out,
+                       stderr=subprocess.STDOUT, timeout=timeout, check=False)
+    recs = parse_simstat(home / "stats" / "simstat.out")
+    want = {j.name for j in jobs(sc)}
+    got = {r["job"] for r in recs}
+    if got != want:
+        raise SystemExit(f"{sc.name}: Maui recorded {len(got)} of {len(want)} jobs "
+                         f"(missing {sorted(want - got)[:5]}); see {home}")
+    print(f"{sc.name}: {len(recs)} jobs in {time.monotonic() - t:.1f} s")
+    return sorted(recs, key=lambda r: r["job"])
+
+
+def write(sc: Scenario, recs: list[dict], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / f"{sc.name}.csv", "w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["job", "tasks", "submit", "start", "end", "hosts"])
+        for r in recs:
+            w.writerow([r["job"], r["tasks"], r["submit"], r["start"], r["end"], hosts(r["hosts"])])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="*", default=["all"])
+    ap.add_argument("--maui", default=os.environ.get("MAUI"), help="Maui simulator binary (default $MAUI)")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--timeout", type=float, default=600.0)
+    ap.add_argument("--keep", type=Path, help="keep the Maui home directories under this directory")
+    a = ap.parse_args(argv)
+    if not a.maui or not os.access(a.maui, os.X_OK):
+        print("record.py: set $MAUI (or --maui) to the Maui simulator binary", file=sys.stderr)
+        return 2
+    names = list(SCENARIOS) if a.names == ["all"] else a.names
+    bad = [n for n in names if n not in SCENARIOS]
+    if bad:
+        print(f"record.py: unknown scenario(s) {', '.join(bad)}; known: {', '.join(SCENARIOS)}", file=sys.stderr)
+        return 2
+    base = a.keep or Path(tempfile.mkdtemp(prefix="maui-ref-"))
+    for n in names:
+        home = base / n
+        shutil.rmtree(home, ignore_errors=True)
+        write(SCENARIOS[n], run(SCENARIOS[n], a.maui, home, a.timeout), a.out)
+    commit = Path(a.maui).resolve().parent.parent / "COMMIT"
+    if commit.exists():
+        (a.out / "MAUI_COMMIT").write_text(commit.read_text())
+    if not a.keep:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The Maui conformance scenarios, kept as source: a seeded job list per scenario plus its maui.cfg lines.
+
+A scenario is a machine of ``nodes`` single-processor nodes, Maui's RMPOLLINTERVAL ``poll`` and the
+maui.cfg lines of the policy under test (on top of the simulator's own lines, :mod:`.traces`).  Its
+jobs come from :func:`jobs` (``random.Random(seed)``, so the same list every time): submissions with
+exponential inter-arrival times from ``T0`` (a multiple of one day, so that Maui's and batfeed's
+fairshare windows start together), sizes from ``sizes``, run times uniform in [60, 3600] s, walltime
+requests rounded up to the minute between the run time and 3 times it (no job overruns its request),
+users ``u1``…``u<users>`` and groups ``g1``/``g2`` by user.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+T0 = 11575 * 86400          # 1000080000: first submission, a multiple of 86400 s
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job: Maui's ``RQ->TaskCount`` = ``tasks`` single-processor nodes."""
+
+    name: str
+    tasks: int
+    user: str
+    group: str
+    wclimit: int
+    submit: int
+    runtime: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A recorded scenario: its machine, poll, maui.cfg lines and job generator parameters."""
+
+    name: str
+    nodes: int
+    poll: int
+    cfg: tuple[str, ...] = ()
+    njobs: int = 120
+    seed: int = 1
+    mean_iat: float = 90.0
+    sizes: tuple[int, ...] = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8)
+    users: int = 4
+    note: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def cfg_text(self) -> str:
+        """The policy lines, as batfeed's ``config`` option reads them."""
+        return "".join(line + "\n" for line in self.cfg)
+
+
+def jobs(sc: Scenario) -> list[Job]:
+    """The scenario's jobs, in submission order (ties keep generation order)."""
+    rng = random.Random(sc.seed)
+    t = T0
+    out = []
+    for i in range(sc.njobs):
+        if i:
+            t += max(1, int(rng.expovariate(1.0 / sc.mean_iat)))
+        q = min(rng.choice(sc.sizes), sc.nodes)
+        rt = rng.randint(60, 3600)
+        wc = -(-int(rt * rng.uniform(1.0, 3.0)) // 60) * 60
+        u = rng.randint(1, sc.users)
+        out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt))
+    return out
+
+
+FS = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSINTERVAL 86400", "FSDEPTH 7",
+      "FSDECAY 0.80", "USERCFG[DEFAULT] FSTARGET=5")
+
+SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
+    # (a) Maui's default configuration (NODEALLOCATIONPOLICY LASTAVAILABLE, FIRSTFIT, depth 1)
+    Scenario("default_16n_5s", 16, 5, seed=1),
+    Scenario("default_24n_60s", 24, 60, njobs=200, seed=2, mean_iat=100.0, sizes=(1, 1, 2, 2, 4, 4, 8, 12, 16)),
+    Scenario("default_12n_5s_busy", 12, 5, njobs=150, seed=3, mean_iat=60.0),
+    # (b) backfill and reservations
+    Scenario("bestfit_depth3_16n_5s", 16, 5, ("BACKFILLPOLICY BESTFIT", "RESERVATIONDEPTH 3"), seed=4),
+    Scenario("backfilldepth2_16n_5s", 16, 5, ("BACKFILLDEPTH 2",), seed=5),
+    Scenario("resdepth3_24n_60s", 24, 60, ("RESERVATIONDEPTH 3",), njobs=200, seed=6, mean_iat=100.0,
+             sizes=(1, 1, 2, 2, 4, 4, 8, 12, 16)),
+    # (c) node allocation policies
+    Scenario("firstavailable_16n_5s", 16, 5, ("NODEALLOCATIONPOLICY FIRSTAVAILABLE",), seed=1),
+    Scenario("lastavailable_16n_5s", 16, 5, ("NODEALLOCATIONPOLICY LASTAVAILABLE",), seed=7),
+    Scenario("minresource_16n_5s", 16, 5, ("NODEALLOCATIONPOLICY MINRESOURCE",), seed=8),
+    Scenario("cpuload_16n_5s", 16, 5, ("NODEALLOCATIONPOLICY CPULOAD",), seed=9),
+    # (d) per-credential limits
+    Scenario("maxjob4_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXJOB=4",), seed=10, mean_iat=60.0),
+    Scenario("maxproc8_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPROC=8",), seed=11, mean_iat=60.0),
+    # (e) fairshare (the issue's configuration)
+    Scenario("fairshare_16n_60s", 16, 60, FS, njobs=400, seed=12, mean_iat=360.0),
+    Scenario("fairshare_week_16n_60s", 16, 60, FS, njobs=700, seed=13, mean_iat=800.0, users=6,
+             sizes=(1, 1, 2, 2, 4, 4, 8, 12, 16)),
+)}

@@ -1,0 +1,82 @@
+"""Maui 3's simulator inputs and output for a scenario: v230 traces, maui.cfg, ``stats/simstat.out``.
+
+Field layouts follow Maui's trace readers (MTrace.c ``MTraceLoadComputeNode`` for the 21-field
+resource line, ``MTraceLoadWorkload`` for the 44-field workload line, version 230); the simulator runs
+each job for exactly completion − start of its line.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from conformance.maui.scenarios import Job, Scenario, jobs
+
+NONE = "[NONE]"
+
+# the simulator's own lines: trace-driven clock (the patched NORMAL policy), one initial job
+SIM_CFG = """\
+SERVERHOST            {host}
+ADMIN1                root
+SERVERPORT            {port}
+SERVERMODE            SIMULATION
+LOGFILE               maui.log
+LOGLEVEL              0
+RMPOLLINTERVAL        {poll}
+SIMRESOURCETRACEFILE  traces/resource.trace
+SIMWORKLOADTRACEFILE  traces/workload.trace
+SIMJOBSUBMISSIONPOLICY NORMAL
+SIMINITIALQUEUEDEPTH  1
+SIMAUTOSHUTDOWN       TRUE
+# --- policy under test ---
+"""
+
+
+def node_name(i: int) -> str:
+    """Maui's name of node ``i`` (0-based): n001…; batfeed's machine ``i`` is the same node."""
+    return f"n{i + 1:03d}"
+
+
+def resource_line(name: str, procs: int = 1) -> str:
+    """COMPUTENODE line (21 fields): state, event time, name, RM, swap/mem/disk MB, procs, frame, slot,
+    slots used, opsys, arch, features, classes, network, GRES, RES1-3."""
+    f = ["COMPUTENODE", "AVAILABLE", "0", name, "sim", "1024", "1024", "1024", str(procs), "-1", "-1", "1",
+         NONE, NONE, NONE, f"[batch:{procs}]", NONE, NONE, NONE, NONE, NONE]
+    return " ".join(f)
+
+
+def workload_line(j: Job) -> str:
+    """Completed-job line (44 fields); start = submit, completion = submit + runtime."""
+    end = j.submit + j.runtime
+    f = [j.name, "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed", "[batch:1]",
+         str(j.submit), str(j.submit), str(j.submit), str(end), NONE, NONE, NONE, ">=", "0", ">=", "0", NONE,
+         str(j.submit), str(j.tasks), "-1", NONE, NONE, NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
+         "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
+    assert len(f) == 44
+    return " ".join(f)
+
+
+def write_home(sc: Scenario, home: Path, port: int) -> None:
+    """A fresh Maui home directory for ``sc``: traces/, stats/, log/, spool/, tools/ and maui.cfg."""
+    for d in ("traces", "stats", "log", "spool", "tools"):
+        (home / d).mkdir(parents=True, exist_ok=True)
+    (home / "traces" / "resource.trace").write_text(
+        "VERSION 230\n" + "".join(resource_line(node_name(i)) + "\n" for i in range(sc.nodes)))
+    (home / "traces" / "workload.trace").write_text(
+        "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in jobs(sc)))
+    cfg = SIM_CFG.format(host=socket.gethostname(), port=port, poll=sc.poll) + sc.cfg_text()
+    (home / "maui.cfg").write_text(cfg)
+
+
+def parse_simstat(path: Path) -> list[dict]:
+    """Records of Maui's ``stats/simstat.out``: job, tasks, submit, start, end, hosts (node names)."""
+    out = []
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith(("#", "VERSION")):
+            continue
+        f = line.split()
+        if len(f) < 44:
+            raise ValueError(f"{path}: short simstat record ({len(f)} fields): {line[:80]}")
+        out.append({"job": f[0], "tasks": int(f[2]), "submit": int(f[8]), "start": int(f[10]),
+                    "end": int(f[11]), "hosts": f[37]})
+    return out

@@ -1,0 +1,58 @@
+"""batfeed's ``maui`` scheduler against the reference Maui 3 simulator, job by job (issue 29).
+
+Each scenario of ``tests/conformance/maui/scenarios.py`` was run by Maui 3 (TempleHPC/maui-scheduler
+c486472 with the trace-time patch, ``tests/data/maui_ref/MAUI_COMMIT``; re-record with
+``tests/conformance/maui/record.py``) and its start time and nodes per job are in
+``tests/data/maui_ref/<name>.csv``.  batfeed runs the same jobs on the same number of nodes at the same
+poll through ``run_simulation``, and every job must start at Maui's poll on Maui's nodes - except in the
+scenarios of :data:`KNOWN_DIFFERENT`, whose measured difference is checked exactly instead.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conformance.maui.compare import compare, recording, simulate
+from conformance.maui.scenarios import SCENARIOS
+
+# scenario -> (jobs not at Maui's poll, jobs on other nodes, batfeed's mean wait - Maui's in s): the rules
+# not modelled yet that explain them are named in the comments.  A change of these numbers, better or
+# worse, fails the test: update them (and the report) with the measured values.
+KNOWN_DIFFERENT: dict[str, tuple[int, int, float]] = {
+    # batfeed takes the lowest-index nodes; Maui's default NODEALLOCATIONPOLICY is LASTAVAILABLE
+    "default_16n_5s": (79, 117, -450.0),
+    "default_24n_60s": (129, 193, -536.1),
+    "default_12n_5s_busy": (45, 138, 144.333),
+    "bestfit_depth3_16n_5s": (0, 119, 0.0),
+    "backfilldepth2_16n_5s": (74, 117, -15.375),
+    "resdepth3_24n_60s": (140, 191, -848.1),
+    "lastavailable_16n_5s": (89, 118, 580.083),
+    "minresource_16n_5s": (0, 120, 0.0),      # MINRESOURCE: the highest-index nodes
+    "cpuload_16n_5s": (0, 117, 0.0),          # CPULOAD: the highest-index nodes
+    "maxjob4_16n_5s": (85, 118, -501.417),
+    "maxproc8_16n_5s": (109, 119, 1468.083),
+    "fairshare_16n_60s": (295, 390, -193.8),
+    "fairshare_week_16n_60s": (172, 605, -18.257),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_every_job_starts_at_mauis_poll(tmp_path, name):
+    sc = SCENARIOS[name]
+    d = compare(recording(name), simulate(sc, tmp_path), sc.poll)
+    if name in KNOWN_DIFFERENT:
+        assert (d.differing, d.hosts_differing, d.mean_wait_diff) == KNOWN_DIFFERENT[name], d
+    else:
+        assert d.differing == 0 and d.hosts_differing == 0, d
+        assert d.mean_wait_diff == 0.0
+
+
+def test_the_recordings_are_the_scenarios():
+    # every scenario has its recording and every recording its scenario, with the generator's jobs
+    from pathlib import Path
+
+    from conformance.maui.scenarios import T0, jobs
+    ref = Path(__file__).resolve().parent / "data" / "maui_ref"
+    assert sorted(p.stem for p in ref.glob("*.csv")) == sorted(SCENARIOS)
+    for name, sc in SCENARIOS.items():
+        rec = recording(name)
+        assert {j.name: j.submit - T0 for j in jobs(sc)} == {j: r["submit"] for j, r in rec.items()}
