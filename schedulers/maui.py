@@ -69,6 +69,9 @@ is an unsigned long), so equal integer priorities keep submission order (qsort, 
 interval mode a job already seen at the previous poll is ranked by its wait then (``EffQueueDuration``,
 set by MPolicy.c ``MQueueSelectJobs`` after the priorities are computed).
 
+**Node allocation** (``nodes``): NODEALLOCATIONPOLICY LASTAVAILABLE (Maui's default), FIRSTAVAILABLE,
+MINRESOURCE, CPULOAD chooses which nodes a job gets (:mod:`maui_nodes`, MSched.c ``MJobAllocMNL``).
+
 **Walltime overrun** (``nodes``, interval mode; jobs converted with ``batfeed convert --overrun X``,
 which keeps the request in ``requested_walltime`` and gives Batsim request + X): the scheduler plans
 with the request; a running job past it is expected to end at max(start + p̃, now + 1) (MRes.c

@@ -35,6 +35,8 @@ BACKFILLMETRIC              PROCS         BESTFIT's criterion: PROCS (NODES), PR
 RMPOLLINTERVAL              (none)        scheduling interval Δ (the ``interval`` option wins)
 JOBMAXOVERRUN               (none)        checked against the workload: Batsim's walltime must be
                                           the request + it (``batfeed convert --overrun``); -1 none
+NODEALLOCATIONPOLICY        LASTAVAILABLE FIRSTAVAILABLE, LASTAVAILABLE, MINRESOURCE, CPULOAD (which
+                                          nodes a job gets: maui_nodes.py ``Plan.pick_now``)
 ==========================  ============  ==================================================
 
 Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``
@@ -134,6 +136,7 @@ SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
     "BACKFILLMETRIC": ("backfillmetric", "bfmetric"),
     "RMPOLLINTERVAL": ("rmpollinterval", "duration"),
     "JOBMAXOVERRUN": ("jobmaxoverrun", "overrun"),
+    "NODEALLOCATIONPOLICY": ("nodeallocationpolicy", "nalloc"),
 }
 
 CHOICES = {
@@ -142,6 +145,8 @@ CHOICES = {
     "respolicy": {"CURRENTHIGHEST": "CURRENTHIGHEST", "NEVER": "NEVER"},
     "bfpolicy": {"FIRSTFIT": "FIRSTFIT", "BESTFIT": "BESTFIT", "NONE": "NONE"},
     "bfmetric": {"PROCS": "PROCS", "NODES": "PROCS", "PROCSECONDS": "PROCSECONDS", "SECONDS": "SECONDS"},
+    "nalloc": {"FIRSTAVAILABLE": "FIRSTAVAILABLE", "LASTAVAILABLE": "LASTAVAILABLE", "MINRESOURCE": "MINRESOURCE",
+               "CPULOAD": "CPULOAD"},
 }
 
 CREDS = {"USERCFG": "users", "GROUPCFG": "groups", "ACCOUNTCFG": "accounts", "CLASSCFG": "classes"}
@@ -204,6 +209,7 @@ class MauiConfig:
     backfillmetric: str = "PROCS"
     rmpollinterval: float | None = None
     jobmaxoverrun: float | None = None
+    nodeallocationpolicy: str = "LASTAVAILABLE"
     users: dict[str, Cred] = field(default_factory=dict)
     groups: dict[str, Cred] = field(default_factory=dict)
     accounts: dict[str, Cred] = field(default_factory=dict)

@@ -7,7 +7,7 @@ What the count-based model of the shared profile simplifies, following Maui's so
   ``MJobGetEStartTime`` → MSched.c ``MJobAllocMNL``): a job that cannot start is reserved at the
   earliest S at which q nodes are free during [S, S + p̃) — a running job ends at start + p̃ (past
   its walltime, at max(start + p̃, now + 1): MRes.c ``MResJCreate``), reservations made earlier in the
-  iteration and maintenance windows block their nodes — and holds the q lowest-index such nodes,
+  iteration and maintenance windows block their nodes — and holds q such nodes (NODEALLOCATIONPOLICY, below),
   idle ones included.  A reserved node only takes a job that ends by S.
 - **Priority pass** (``MQueueScheduleIJobs``): jobs in priority order start when q nodes are free now
   for [now, now + p̃); one that cannot start is reserved while fewer than RESERVATIONDEPTH jobs hold
@@ -17,12 +17,14 @@ What the count-based model of the shared profile simplifies, following Maui's so
   ``MBFBestFit``): a window is the set of idle nodes whose time to their next reservation exceeds
   the previous window's duration (0 first); its duration is the least such time (unlimited without
   reservation).  Jobs that are unreserved, with q ≤ the window's size and p̃ ≤ its duration, in
-  priority order (the first BACKFILLDEPTH of them), start on the lowest-index window nodes still idle
+  priority order (the first BACKFILLDEPTH of them), start on window nodes still idle (NODEALLOCATIONPOLICY)
   (FIRSTFIT), or the one with the largest BACKFILLMETRIC first, repeatedly (BESTFIT); the next window
   is built from the nodes left idle.
 
-Allocation takes the lowest-index eligible nodes (the issue's reading of NODEALLOCATIONPOLICY on a
-homogeneous machine; Maui's LASTAVAILABLE ordering is not modelled).  The plan works on machine
+Which nodes a job gets follows NODEALLOCATIONPOLICY (MSched.c ``MJobAllocMNL``, :meth:`Plan.pick_now`,
+:meth:`Plan.pick_at`): FIRSTAVAILABLE the lowest-index nodes, LASTAVAILABLE (Maui's default) the idle
+nodes free the longest first, then the highest-index ones, MINRESOURCE and CPULOAD the highest-index
+ones (batfeed's machines are identical single-processor nodes).  The plan works on machine
 intervals (resources.py) - the free machines, the running jobs of the shared profile with their
 planned ends, the iteration's reservations (S, S + p̃, machines) and the maintenance windows - so an
 iteration costs what its jobs and reservations touch, not the platform's size.
@@ -78,20 +80,64 @@ class Plan:
 
     # ---------------------------------------------------------------- decisions
     def fit_now(self, q: int, p: float, now: float, allowed: Intervals | None) -> Intervals | None:
-        """The q lowest idle machines free during [now, now + p̃), or None (MJobSelectMNL)."""
+        """q idle machines free during [now, now + p̃) chosen by :meth:`pick_now`, or None (MJobSelectMNL)."""
         free = self.s.free
         if q > free.count:
             return None
         blk = self.blocked(now, now + p)
-        if allowed is None and not blk:
+        if allowed is None and not blk and self.s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE":
             return lowest(zip(free.starts, free.ends, strict=True), q)   # without listing every free interval
         usable = free.intervals()
         if allowed is not None:
             usable = intersect(usable, allowed)
         if blk:
             usable = subtract(usable, blk)
-        got = lowest(usable, q)
-        return got if count(got) >= q else None
+        if count(usable) < q:
+            return None
+        return self.pick_now(usable, q, now)
+
+    def pick_now(self, usable: Intervals, q: int, now: float) -> Intervals:
+        """The q of the idle ``usable`` machines a job starting now gets (MSched.c ``MJobAllocMNL`` on the
+        list of MNode.c ``MNodeSelectIdleTasks``).  FIRSTAVAILABLE: the first q of the list, in node
+        order.  LASTAVAILABLE: the list is sorted by availability (time to the node's next reservation,
+        MJob.c ``MJobCheckNStartTime`` ``ATime``; unreserved nodes all alike) low to high by a stable
+        qsort, and the job takes nodes from its end: the nodes free the longest, highest index first.
+        MINRESOURCE (CPULOAD, whose idle nodes all have one free processor here): from the end of the
+        unsorted list, i.e. the highest-index nodes (every node has the same memory)."""
+        policy = self.s.cfg.nodeallocationpolicy
+        if policy == "FIRSTAVAILABLE":
+            return lowest(usable, q)
+        if policy != "LASTAVAILABLE":
+            return highest(usable, q)
+        later = sorted({st for st, en, ivs in self.blocks if en > now and st > now and intersect(ivs, usable)})
+        groups: list[Intervals] = []          # usable nodes by their next reservation's start, earliest first
+        left = usable
+        for st in later:
+            held = [ivs for s0, en, ivs in self.blocks if s0 == st and en > now]
+            grp: Intervals = []
+            for ivs in held:
+                grp = union(grp, intersect(left, ivs))
+            if grp:
+                groups.append(grp)
+                left = subtract(left, grp)
+        out: Intervals = []
+        need = q
+        for grp in [left, *reversed(groups)]:     # unreserved first, then the latest reservation first
+            got = highest(grp, need)
+            out = union(out, got) if out else got
+            need -= count(got)
+            if need <= 0:
+                break
+        return out
+
+    def pick_at(self, avail: Intervals, q: int) -> Intervals:
+        """The q of the machines ``avail`` at a reservation's start that it holds (MJob.c
+        ``MJobGetEStartTime`` → ``MJobGetRange``, whose list is in node order, → MSched.c
+        ``MJobAllocMNL``): FIRSTAVAILABLE the lowest-index ones; LASTAVAILABLE, MINRESOURCE and CPULOAD
+        (MINRESOURCE for a future start) take the list from its end: the highest-index ones."""
+        if self.s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE":
+            return lowest(avail, q)
+        return highest(avail, q)
 
     def _returns(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """(time, machines) as the running jobs' machines come back, in time order: at start + p̃,
@@ -137,7 +183,7 @@ class Plan:
             n = avail.count - (avail.count_in(blk) if blk else 0)
             if n >= q:
                 got = avail.intervals()
-                return t, lowest(subtract(got, blk) if blk else got, q)
+                return t, self.pick_at(subtract(got, blk) if blk else got, q)
             while k < len(ends) and ends[k] <= t:
                 k += 1
             t_next = min(nxt[0] if nxt is not None else INF, ends[k] if k < len(ends) else INF)
@@ -169,6 +215,18 @@ class Plan:
             if dur == INF:
                 return
             prev = dur
+
+
+def highest(ivs: Intervals, n: int) -> Intervals:
+    """The ``n`` highest machines of ``ivs`` (sorted, disjoint; all of them if there are fewer)."""
+    out: Intervals = []
+    for a, b in reversed(ivs):
+        if n <= 0:
+            break
+        out.append((max(a, b - n + 1), b))
+        n -= b - a + 1
+    out.reverse()
+    return out
 
 
 # -------------------------------------------------------------------- the iteration
@@ -244,7 +302,7 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
                 best, best_v, best_ivs = None, 0.0, None
                 for e in pool:
                     v = cfg.bf_value(e.q, e.p)
-                    if v > best_v and not s._held(e, s.info[e.id]) and (ivs := _fits(s, e, win)) is not None:
+                    if v > best_v and not s._held(e, s.info[e.id]) and (ivs := _fits(s, e, win, now)) is not None:
                         best, best_v, best_ivs = e, v, ivs
                 if best is None:
                     break
@@ -260,22 +318,24 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
                 return
 
 
-def _fits(s: Maui, e: Entry, win: Intervals) -> Intervals | None:
-    """The q lowest window machines still idle (and in the job's HOSTLIST); p̃ <= the window's
+def _fits(s: Maui, e: Entry, win: Intervals, now: float) -> Intervals | None:
+    """q window machines still idle (and in the job's HOSTLIST), chosen by :meth:`Plan.pick_now` (MBF.c
+    ``MBFFirstFit`` → ``MJobSelectMNL`` on the window's nodes → ``MJobAllocMNL``); p̃ <= the window's
     duration keeps them clear of every reservation and maintenance window."""
     if e.q > s.free.count:
         return None
     m = intersect(win, s.free.intervals())
     if s.info[e.id].nodes is not None:
         m = intersect(m, s.info[e.id].nodes)
-    got = lowest(m, e.q)
-    return got if count(got) >= e.q else None
+    if count(m) < e.q:
+        return None
+    return s.plan.pick_now(m, e.q, now)
 
 
 def _try(s: Maui, e: Entry, win: Intervals, now: float) -> bool:
     if s._held(e, s.info[e.id]):
         return False
-    ivs = _fits(s, e, win)
+    ivs = _fits(s, e, win, now)
     if ivs is None:
         return False
     _start(s, e, ivs, now)

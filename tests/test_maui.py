@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,19 @@ def simulate(directory: Path, jobs: list[tuple], sched: Any, events: list[dict] 
 def schedule(directory: Path, jobs: list[tuple], sched: Any, **kw: Any) -> dict[str, tuple]:
     rows, _ = simulate(directory, jobs, sched, **kw)
     return {k: v[:3] for k, v in rows.items()}
+
+
+def fa(options: dict[str, Any] | None = None) -> Maui:
+    """Maui with ``NODEALLOCATIONPOLICY FIRSTAVAILABLE`` ahead of ``options``' config (a later line of it
+    wins): the schedules of the tests that use it were computed by hand on the lowest-index nodes."""
+    opts = dict(options or {})
+    text = "NODEALLOCATIONPOLICY FIRSTAVAILABLE\n"
+    if opts.get("config"):
+        text += Path(opts["config"]).read_text()
+    path = Path(tempfile.mkdtemp(prefix="maui-fa-")) / "maui.cfg"
+    path.write_text(text)
+    opts["config"] = str(path)
+    return Maui(opts)
 
 
 def cfg_file(tmp_path: Path, text: str, name: str = "maui.cfg") -> str:
@@ -177,7 +191,7 @@ def test_class_limits_are_enforced(tmp_path, caplog):
             (6, 0, 1, 100, 3600, u2),     # walltime 3600 > 600: rejected
             (7, 0, 4, 100, 100, u2),      # 4 machines > MAXNODE 3: rejected
             (8, 0, 3, 10, 10, {"queue": "qlong"})]   # 3 machines > its 2 HOSTLIST machines: rejected
-    sched = Maui({"config": str(DATA / "limits.cfg")})
+    sched = fa({"config": str(DATA / "limits.cfg")})
     with caplog.at_level(logging.INFO, logger="batfeed.schedulers"):
         rows, _ = simulate(tmp_path, jobs, sched)
     assert {k: v[:3] for k, v in rows.items() if v[3] != "REJECTED"} == {
@@ -198,14 +212,14 @@ def test_credential_limits_are_enforced(tmp_path):
             (4, 0, 1, 100, 100, bob),
             (5, 0, 1, 30, 30, bob),       # bob already runs 1 job: waits for 4 (100)
             (6, 0, 3, 10, 10, carol)]     # 3 machines > MAXPROC 2: can never start, rejected
-    sched = Maui({"config": cfg})
+    sched = fa({"config": cfg})
     rows, _ = simulate(tmp_path, jobs, sched)
     # machine 3 stays idle during [0, 100) although 3 and 5 wait: the limits hold them
     assert {k: v[:3] for k, v in rows.items() if v[3] != "REJECTED"} == {
         "1": (0, 100, "0"), "2": (0, 100, "1"), "4": (0, 100, "2"), "3": (100, 150, "0"), "5": (100, 130, "1")}
     assert sched.rejected == {"w0!6": "requests 3 machines, more than MAXPROC 2 of user carol"}
     # without the limits everything but 5 starts at once (6 waits for 3 free machines)
-    free = schedule(tmp_path / "free", jobs, Maui())
+    free = schedule(tmp_path / "free", jobs, fa())
     assert free["3"][0] == 0 and free["6"][0] == 100
 
 
@@ -217,7 +231,7 @@ def test_hostlist_reservation_pins_its_machines(tmp_path):
     # take 1 and 2 would wait until 203.
     jobs = [(1, 0, 1, 100, 100, {"queue": "qlong"}), (2, 1, 2, 10, 10, {"queue": "qlong"}),
             (3, 2, 1, 200, 200, {"queue": "qprod"})]
-    got = schedule(tmp_path, jobs, Maui({"config": str(DATA / "limits.cfg")}))
+    got = schedule(tmp_path, jobs, fa({"config": str(DATA / "limits.cfg")}))
     assert got == {"1": (0, 100, "0"), "2": (100, 110, "0-1"), "3": (2, 202, "2")}
 
 
@@ -232,15 +246,15 @@ def test_reservation_depth_1_vs_3(tmp_path):
     #   machine is left then) -> 4 starts at 3, and 3 has to wait for it: [203,213);
     # - depth 3: 3 also holds a reservation [110,120) that 4 would break -> 4 waits (it gets the
     #   third reservation) and runs after 3: [120,320).
-    d1 = schedule(tmp_path / "d1", DEPTH_JOBS, Maui({"config": cfg_file(tmp_path, "RESERVATIONDEPTH 1\n", "1.cfg")}))
-    d3 = schedule(tmp_path / "d3", DEPTH_JOBS, Maui({"config": cfg_file(tmp_path, "RESERVATIONDEPTH 3\n", "3.cfg")}))
+    d1 = schedule(tmp_path / "d1", DEPTH_JOBS, fa({"config": cfg_file(tmp_path, "RESERVATIONDEPTH 1\n", "1.cfg")}))
+    d3 = schedule(tmp_path / "d3", DEPTH_JOBS, fa({"config": cfg_file(tmp_path, "RESERVATIONDEPTH 3\n", "3.cfg")}))
     assert d1 == {"1": (0, 100, "0-2"), "2": (100, 110, "0-2"), "3": (203, 213, "0-3"), "4": (3, 203, "3")}
     assert d3 == {"1": (0, 100, "0-2"), "2": (100, 110, "0-2"), "3": (110, 120, "0-3"), "4": (120, 320, "0")}
     # depth 1 is EASY, depth 3 (every job here) is conservative backfilling
     assert d1 == schedule(tmp_path / "easy", DEPTH_JOBS, Easy({"theta": None}))
     assert d3 == schedule(tmp_path / "cons", DEPTH_JOBS, Conservative())
     # RESERVATIONPOLICY NEVER: no reservation at all, 4 starts at 3 and 3 still waits for it
-    never = Maui({"config": cfg_file(tmp_path, "RESERVATIONPOLICY NEVER\n", "n.cfg")})
+    never = fa({"config": cfg_file(tmp_path, "RESERVATIONPOLICY NEVER\n", "n.cfg")})
     assert schedule(tmp_path / "never", DEPTH_JOBS, never)["4"] == (3, 203, "3")
 
 
@@ -262,7 +276,7 @@ FIT_JOBS = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (5, 1, 3, 10, 10), (3, 2, 1,
     ("NONE", {"3": (110, 160, "3"), "4": (120, 170, "0-1")}),
 ])
 def test_backfill_policies(tmp_path, policy, expected):
-    sched = Maui({"config": cfg_file(tmp_path, f"BACKFILLPOLICY {policy}\n")})
+    sched = fa({"config": cfg_file(tmp_path, f"BACKFILLPOLICY {policy}\n")})
     got = schedule(tmp_path / "run", FIT_JOBS, sched)
     assert {k: got[k] for k in ("3", "4")} == expected and got["2"] == (100, 110, "0-3")
     assert got["5"] == (110, 120, "0-2")
@@ -289,11 +303,11 @@ def test_planned_maintenance_drains_the_machine(tmp_path):
     # 110: waits until 200.  Nothing runs during [100,200): the queue drains before the window.
     jobs = [(1, 0, 1, 50, 50), (2, 0, 2, 150, 150), (3, 10, 1, 90, 90), (4, 60, 1, 50, 50)]
     maint = [{"start": 100, "end": 200, "machines": "0-3"}]
-    got = schedule(tmp_path, jobs, Maui({"maintenance": maint}))
+    got = schedule(tmp_path, jobs, fa({"maintenance": maint}))
     assert got == {"1": (0, 50, "0"), "2": (200, 350, "0-1"), "3": (10, 100, "1"), "4": (200, 250, "2")}
     assert all(f <= 100 or s >= 200 for s, f, _ in got.values())
     # without the window 2 starts at 0 and 4 at 60
-    free = schedule(tmp_path / "none", jobs, Maui())
+    free = schedule(tmp_path / "none", jobs, fa())
     assert free["2"][0] == 0 and free["4"][0] == 60
 
 
@@ -305,7 +319,7 @@ DOWN = [{"timestamp": 50, "type": "machine_unavailable", "resources": "1"},
 def test_outage_kills_and_requeues_a_job(tmp_path):
     # 1 runs on 0-1, machine 1 fails at 50: 1 is killed and requeued as 1#resub1 (submitted at 50).
     # Up machines then: 0, 2, 3; 2 holds 2-3 until 100, so 1#resub1 runs [100,200) on 0 and 2.
-    sched = Maui({"on_machine_down": "kill-resubmit"})
+    sched = fa({"on_machine_down": "kill-resubmit"})
     rows, result = simulate(tmp_path, DOWN_JOBS, sched, events=DOWN, config=EngineConfig(enable_dynamic_jobs=True))
     assert rows["1"] == (0, 50, "0-1", "COMPLETED_KILLED")
     assert rows["1#resub1"] == (100, 200, "0 2", "COMPLETED_SUCCESSFULLY")
@@ -313,7 +327,7 @@ def test_outage_kills_and_requeues_a_job(tmp_path):
     assert sched.downtime_killed == ["w0!1"] and sched.resubmitted == {"w0!1": "w0!1#resub1"}
     assert result.counts["submitted"] == 3
     # kill-drop: killed, not requeued
-    drop = Maui({"on_machine_down": "kill-drop"})
+    drop = fa({"on_machine_down": "kill-drop"})
     rows, _ = simulate(tmp_path / "drop", DOWN_JOBS, drop, events=DOWN)
     assert rows["1"][3] == "COMPLETED_KILLED" and "1#resub1" not in rows and drop.dropped == ["w0!1"]
 
@@ -394,14 +408,14 @@ def test_poll_skips_iterations_that_cannot_change_anything(tmp_path):
     # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 30 points + 2.
     jobs = [(1, 0, 3, 300, 300), (2, 11, 4, 10, 10), (3, 12, 1, 1000, 1000)]
     expected = {"1": (10, 310, "0-2"), "2": (310, 320, "0-3"), "3": (320, 1320, "0")}
-    static = Maui({"interval": 10, "poll": True})
+    static = fa({"interval": 10, "poll": True})
     assert schedule(tmp_path / "s", jobs, static) == expected
     assert static.iterations == 5
-    dynamic = Maui({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
+    dynamic = fa({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
     assert schedule(tmp_path / "d", jobs, dynamic) == expected
     assert dynamic.iterations == 32
     # an iteration in which no waiting job fits the idle machines is not run at all (nothing could
     # start, in the priority pass or a backfill window): without 3, only 10 and 310 iterate
-    assert schedule(tmp_path / "n", jobs[:2], d2 := Maui({"interval": 10, "poll": True,
+    assert schedule(tmp_path / "n", jobs[:2], d2 := fa({"interval": 10, "poll": True,
                     "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n", "x.cfg")}))["2"] == (310, 320, "0-3")
     assert d2.iterations == 2

@@ -1,16 +1,19 @@
 """Maui 3's node-level mechanics (schedulers/maui_nodes.py, issue 18), computed by hand.
 
-Platform platforms/small_4.xml: 4 machines (ids 0-3).  A job is ``(id, submit, machines, runtime,
-walltime, extra fields)``.  Maui's defaults: priority = queue minutes (clamped at 1), so jobs of
-equal priority keep submission order; RESERVATIONDEPTH 1, BACKFILLPOLICY FIRSTFIT.
+Platform platforms/small_4.xml: 4 machines (ids 0-3).  The first tests take NODEALLOCATIONPOLICY
+FIRSTAVAILABLE (``fa``: the lowest-index nodes); the LASTAVAILABLE ones (Maui's default) are at the end.
+A job is ``(id, submit, machines, runtime, walltime, extra fields)``.  Maui's defaults: priority =
+queue minutes (clamped at 1), so jobs of equal priority keep submission order; RESERVATIONDEPTH 1,
+BACKFILLPOLICY FIRSTFIT.
 """
 
 from __future__ import annotations
 
 import pytest
 from batfeed.schedulers.maui import Maui
+from batfeed.schedulers.maui_nodes import highest
 from batsim.batsim import Job
-from test_maui import cfg_file, schedule, simulate
+from test_maui import cfg_file, fa, schedule, simulate
 
 
 def test_a_reservation_holds_an_idle_node_and_prevents_its_backfill(tmp_path):
@@ -20,11 +23,11 @@ def test_a_reservation_holds_an_idle_node_and_prevents_its_backfill(tmp_path):
     # 22: node 0 is idle but reserved at 100 < 22 + 150, so it neither starts in the priority pass
     # nor backfills (its window is node 0 for 78 s).  At 100, 4 starts on 0 and 2, 5 on 3.
     jobs = [(1, 0, 1, 20, 20), (2, 0, 1, 200, 200), (3, 0, 2, 100, 100), (4, 21, 2, 10, 10), (5, 22, 1, 150, 150)]
-    got = schedule(tmp_path / "n", jobs, Maui())
+    got = schedule(tmp_path / "n", jobs, fa())
     assert got["4"] == (100, 110, "0 2") and got["5"] == (100, 250, "3")
     # counts (batfeed's earlier model): 3 machines are free at 100 besides 5's, so 5 backfills onto
     # node 0 at 22 and 4 takes 2-3 at 100.
-    old = schedule(tmp_path / "c", jobs, Maui({"mechanics": "counts"}))
+    old = schedule(tmp_path / "c", jobs, fa({"mechanics": "counts"}))
     assert old["5"] == (22, 172, "0") and old["4"] == (100, 110, "2-3")
 
 
@@ -36,11 +39,11 @@ def test_two_windows_a_short_job_takes_idle_nodes_before_a_longer_higher_priorit
     # (500 > 97) and takes 2-3.  Window 2 = idle nodes with more than 97 s: none left.  L starts in
     # the window of node 3 when S ends at 53 (node 2: 47 s, node 3: unlimited).
     jobs = [(1, 0, 2, 100, 100), (2, 1, 3, 10, 10), (3, 1, 4, 10, 10), ("L", 3, 1, 500, 500), ("S", 3, 2, 50, 50)]
-    got = schedule(tmp_path / "n", jobs, Maui())
+    got = schedule(tmp_path / "n", jobs, fa())
     assert got["S"] == (3, 53, "2-3") and got["L"] == (53, 553, "3")
     assert got["2"] == (100, 110, "0-2")
     # counts: priority-order backfill gives L the free machine first; S waits for 110
-    old = schedule(tmp_path / "c", jobs, Maui({"mechanics": "counts"}))
+    old = schedule(tmp_path / "c", jobs, fa({"mechanics": "counts"}))
     assert old["L"] == (3, 503, "2") and old["S"][0] == 110
 
 
@@ -60,10 +63,10 @@ def test_the_pass_stops_at_the_first_job_neither_started_nor_reserved(tmp_path):
     # As above with 3 (4 machines) before 4 (1 machine, 50 s): 2 holds the only reservation, 3
     # can neither start nor be reserved (IdleJobFound), so 4 is left to the backfill - none here.
     jobs = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 1, 4, 10, 10), (4, 2, 1, 50, 50)]
-    none = Maui({"config": cfg_file(tmp_path, "BACKFILLPOLICY NONE\n")})
+    none = fa({"config": cfg_file(tmp_path, "BACKFILLPOLICY NONE\n")})
     assert schedule(tmp_path / "none", jobs, none)["4"][0] == 120      # after 2 [100,110) and 3 [110,120)
     # FIRSTFIT backfills it: window of nodes 2-3 for 98 s
-    assert schedule(tmp_path / "ff", jobs, Maui())["4"] == (2, 52, "2")
+    assert schedule(tmp_path / "ff", jobs, fa())["4"] == (2, 52, "2")
 
 
 # ------------------------------------------------------------------------------ walltime overrun
@@ -83,7 +86,7 @@ def test_overrun_timeline_at_a_5s_poll(tmp_path, x, killed, start2):
     # poll after the kill, and its nodes are free at the poll after that: 2 starts then.
     # While past its walltime (from 105), 1's planned end is max(105, now + 1) (MRes.c), which is
     # where 2's reservation goes.
-    sched = Maui({"interval": 5, "poll": True})       # poll: a pass (and a reservation) every 5 s
+    sched = fa({"interval": 5, "poll": True})       # poll: a pass (and a reservation) every 5 s
     sched.trace_reservations = True
     rows, _ = simulate(tmp_path, _overrun(OVERRUN_JOBS, x), sched)
     assert rows["1"] == (5, killed, "0-3", "COMPLETED_WALLTIME_REACHED")
@@ -92,7 +95,7 @@ def test_overrun_timeline_at_a_5s_poll(tmp_path, x, killed, start2):
     assert res[100] == 105                # not yet past: the request's end, 5 + 100
     assert res[105] == 106 and res[killed + 5] == killed + 6   # past it: now + 1
     # Batsim's semantics (no --overrun): killed at 105 and its nodes free at once
-    plain = schedule(tmp_path / "plain", OVERRUN_JOBS, Maui({"interval": 5}))
+    plain = schedule(tmp_path / "plain", OVERRUN_JOBS, fa({"interval": 5}))
     assert plain["1"][1] == 105 and plain["2"][0] == 105
 
 
@@ -152,3 +155,34 @@ def test_jobmaxoverrun_of_the_config_is_checked_against_the_workload(tmp_path, c
     assert "has no effect" in lines[0] and "--overrun 600" in lines[0]
     assert "extends requests by 0 s" in lines[1]
     assert Maui({"config": cfg_file(tmp_path, "JOBMAXOVERRUN -1\n", "n.cfg")}).cfg.jobmaxoverrun == float("inf")
+
+
+# ------------------------------------------------------------------------------ NODEALLOCATIONPOLICY
+def test_highest_takes_the_top_of_the_interval_list():
+    assert highest([(0, 2), (5, 6), (9, 9)], 4) == [(2, 2), (5, 6), (9, 9)]
+    assert highest([(0, 2)], 5) == [(0, 2)] and highest([(0, 2)], 0) == []
+
+
+def test_lastavailable_takes_unreserved_then_highest_index_nodes(tmp_path):
+    # Maui's default LASTAVAILABLE (MSched.c MJobAllocMNL from the end of MNode.c MNodeSelectIdleTasks'
+    # list, sorted by time to the node's next reservation, low to high, stable).  1 (2 machines, 100 s)
+    # at 0: nothing reserved, so the end of the list in node order: 2-3.  2 (3 machines, 10 s) at 1
+    # cannot start (0, 1 free): its reservation at 100 (MJobGetEStartTime's list in node order, taken
+    # from its end) holds 1-3.  3 (1 machine, 50 s) at 2: idle 0 (no reservation) and 1 (reserved in
+    # 98 s >= 50): the list is [1, 0], so 3 gets 0, the node free the longest, not the highest 1.
+    jobs = [(1, 0, 2, 100, 100), (2, 1, 3, 10, 10), (3, 2, 1, 50, 50)]
+    got = schedule(tmp_path / "last", jobs, Maui())
+    assert got == {"1": (0, 100, "2-3"), "2": (100, 110, "1-3"), "3": (2, 52, "0")}
+    # FIRSTAVAILABLE: the first nodes of the lists: 1 on 0-1, 2 reserved on 0-2 at 100, 3 on 2 then
+    first = schedule(tmp_path / "first", jobs, fa())
+    assert first == {"1": (0, 100, "0-1"), "2": (100, 110, "0-2"), "3": (2, 52, "2")}
+
+
+@pytest.mark.parametrize("policy", ["MINRESOURCE", "CPULOAD"])
+def test_minresource_and_cpuload_take_the_highest_index_nodes(tmp_path, policy):
+    # Identical single-processor nodes: MINRESOURCE's memory classes and CPULOAD's free processors
+    # are all alike, and both walk the unsorted list from its end (MSched.c MJobAllocMNL).  As above,
+    # but 3 now gets node 1 (reserved at 100, still free for its 50 s), the highest idle one.
+    jobs = [(1, 0, 2, 100, 100), (2, 1, 3, 10, 10), (3, 2, 1, 50, 50)]
+    got = schedule(tmp_path, jobs, Maui({"config": cfg_file(tmp_path, f"NODEALLOCATIONPOLICY {policy}\n")}))
+    assert got == {"1": (0, 100, "2-3"), "2": (100, 110, "1-3"), "3": (2, 52, "1")}
