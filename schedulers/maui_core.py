@@ -103,6 +103,8 @@ class MauiCore(BackfillScheduler):
                         and (cfg.enablenegjobpriority or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
         if self.opts["mechanics"] == "nodes" and creds:
             self._static = False     # integer priorities: credential terms and queue minutes may tie later
+        if cfg.backfilldepth:
+            self._static = False     # as windows shrink, the first BACKFILLDEPTH jobs that fit them change
         self._idle: tuple | None = None
         self.t0: float | None = None                             # first submission: the interval grid
         self._last_submit = -INF

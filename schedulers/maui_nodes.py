@@ -275,13 +275,18 @@ def _start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
     s.launch(e, ivs, now)
 
 
-def _backfill(s: Maui, reserved: set[str], now: float) -> None:
-    """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring)."""
+def _backfill(s: Maui, reserved: set[str], now: float) -> bool:
+    """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring); True if
+    a job started.  Once per iteration: MSched.c ``MSchedProcessJobs`` backfills with the hard policy
+    limits after its priority passes; its soft-limit backfill before them runs only when the DEFAULT
+    partition's ``BFPolicy != ptOFF``, and that partition keeps the default bfFIRSTFIT (= ptOFF: MPar.c
+    ``MParProcessOConfig`` does not copy BACKFILLPOLICY to it, unlike NODEALLOCATIONPOLICY)."""
     cfg = s.cfg
     # no window is larger than the idle machines: the queue index yields only the jobs that fit them
     cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
     if not cands:
-        return
+        return False
+    any_started = False
     limit = cfg.backfilldepth
     for dur, win in s.plan.windows(now):
         size = count(win)
@@ -312,10 +317,12 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> None:
         for e in started:
             s.wq.remove(e)
         if started:
+            any_started = True
             gone = {e.id for e in started}
             cands = [e for e in cands if e.id not in gone]
             if not cands:
-                return
+                return True
+    return any_started
 
 
 def _fits(s: Maui, e: Entry, win: Intervals, now: float) -> Intervals | None:

@@ -3,7 +3,9 @@
 The scenario becomes Batsim inputs: ``nodes`` zero-latency hosts (machine i = Maui's node ``n<i+1>``),
 one delay job per trace job (subtime = submission − ``T0``, ``res`` = tasks, walltime = the request,
 delay = the run time, ``user``/``group`` fields), and batfeed's options ``config`` (the scenario's
-maui.cfg lines) and ``interval`` (its poll).  It runs through :func:`batfeed.runner.run_simulation`.
+maui.cfg lines), ``interval`` (its poll) and ``poll`` (an iteration at every poll while jobs wait, as
+Maui's loop: with BACKFILLDEPTH, a poll at which nothing happened can still start a job).  It runs
+through :func:`batfeed.runner.run_simulation`.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str,
     wl.write_text(json.dumps({"nb_res": sc.nodes, "jobs": specs, "profiles": profiles}))
     cfg = work / "maui.cfg"
     cfg.write_text(sc.cfg_text())
-    opts = {"config": str(cfg), "interval": sc.poll, **(options or {})}
+    opts = {"config": str(cfg), "interval": sc.poll, "poll": True, **(options or {})}
     run_simulation(platform, [wl], scheduler="maui", options=opts, export=work / "out", machine_states=False)
     with open(work / "out_jobs.csv", newline="") as fh:
         return {r["job_id"].split("!")[-1]: (float(r["starting_time"]), _machines(r["allocated_resources"]))

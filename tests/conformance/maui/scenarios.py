@@ -78,6 +78,7 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # (b) backfill and reservations
     Scenario("bestfit_depth3_16n_5s", 16, 5, ("BACKFILLPOLICY BESTFIT", "RESERVATIONDEPTH 3"), seed=4),
     Scenario("backfilldepth2_16n_5s", 16, 5, ("BACKFILLDEPTH 2",), seed=5),
+    Scenario("bestfit_bfdepth1_16n_5s", 16, 5, ("BACKFILLPOLICY BESTFIT", "BACKFILLDEPTH 1"), seed=14),
     Scenario("resdepth3_24n_60s", 24, 60, ("RESERVATIONDEPTH 3",), njobs=200, seed=6, mean_iat=100.0,
              sizes=(1, 1, 2, 2, 4, 4, 8, 12, 16)),
     # (c) node allocation policies
