@@ -108,6 +108,10 @@ class Maui(MauiCounts):
         self.profile.prune_windows(now)
         self._ended = False
         wq.new = []
+        if self.limits is not None:     # Maui's MQueueSelectAllJobs runs even when nothing can start
+            self.limits.begin()
+            wq.refresh(now)
+            self.limits.select_all(now)
         if self.free.count == 0 and not self.trace_reservations:
             return                      # nothing could start: reservations are recomputed next time
         sig = (self.profile.version, self.free.count, len(wq), wq.seq)

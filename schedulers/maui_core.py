@@ -15,6 +15,7 @@ from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_limits import CredLimits, over
 from batfeed.schedulers.maui_nodes import Plan
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
@@ -112,6 +113,9 @@ class MauiCore(BackfillScheduler):
         self.counts = self.opts["mechanics"] == "counts"
         self.plan = Plan()
         self._overrun: list[tuple[float, Job]] = []               # (release poll, job) of timed-out jobs
+        self.limits = CredLimits.make(self)
+        if self.limits is not None:
+            self._static = False     # queue times restart while a limit blocks a job
         self._overrun_checked = False
 
     def make_queue(self) -> WaitQueue:
@@ -123,13 +127,8 @@ class MauiCore(BackfillScheduler):
 
     def priority(self, e: Entry, now: float) -> float:
         """Maui's priority of waiting entry ``e`` at ``now`` (schedulers/maui.py's docstring)."""
-        cfg, info = self.cfg, self.info[e.id]
-        p = info.cred
-        if self._fs_on:
-            fs = 0.0
-            for key, w, target in info.fs_terms:
-                fs += w * target.delta(self.fs.usage_pct(key))
-            p += cfg.fsweight * fs
+        if self.limits is not None:
+            return self.score(self.info[e.id], e.p, self.limits.wait(e, now))
         wait = now - e.r
         if not self.counts and self.interval is not None and self.t0 is not None:
             # a job seen at the previous poll is ranked by its wait then (MPolicy.c MQueueSelectJobs sets
@@ -137,9 +136,21 @@ class MauiCore(BackfillScheduler):
             iv = self.interval
             if wait >= iv - 1e-9 and now - iv > self.t0 + 1e-6:
                 wait -= iv
+        return self.score(self.info[e.id], e.p, wait)
+
+    def score(self, info: JobInfo, p_wall: float, wait: float) -> float:
+        """Maui's priority of a job with credentials ``info`` and walltime ``p_wall`` ranked by queue time
+        ``wait`` s (MPriority.c ``MJobGetStartPriority``)."""
+        cfg = self.cfg
+        p = info.cred
+        if self._fs_on:
+            fs = 0.0
+            for key, w, target in info.fs_terms:
+                fs += w * target.delta(self.fs.usage_pct(key))
+            p += cfg.fsweight * fs
         serv = cfg.queuetimeweight * wait / 60.0
         if cfg.xfactorweight:
-            serv += cfg.xfactorweight * (1.0 + wait / e.p if e.p < INF else 1.0)
+            serv += cfg.xfactorweight * (1.0 + wait / p_wall if p_wall < INF else 1.0)
         p += cfg.serviceweight * serv
         if not cfg.enablenegjobpriority and p < 1:
             p = 1.0
@@ -275,6 +286,8 @@ class MauiCore(BackfillScheduler):
             u[0] += e.q
             u[1] += 1
         self.fs.start(info.keys, e.q, now)
+        if self.limits is not None:
+            self.limits.started(e, now)
 
     def onJobCompletion(self, job: Job) -> None:
         if (self.interval is not None and not self.counts and job.id in self.running
@@ -311,6 +324,8 @@ class MauiCore(BackfillScheduler):
                 u[0] -= q
                 u[1] -= 1
             self.fs.stop(info.keys, q, self.bs.time())
+            if self.limits is not None:
+                self.limits.ended(job.id)
         self.info.pop(job.id, None)
         super().onJobCompletion(job)
 
@@ -373,11 +388,8 @@ class MauiCore(BackfillScheduler):
         if cfg.enablenegjobpriority and cfg.rejectnegpriojobs and -e.kp[0] < 0:
             self._neg_held[e.id] = e
             return True
-        for key, lim in info.cred_limits:
-            u = self.use_cred.get(key, (0, 0))
-            if (lim.maxnode is not None and u[0] + e.q > lim.maxnode) or \
-                    (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
-                return True
+        if info.cred_limits and over(info, e.q, self.use_cred):
+            return True
         c = info.limits
         if c is None:
             return False

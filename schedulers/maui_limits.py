@@ -1,0 +1,107 @@
+"""Maui's per-credential limits across iterations (issue 29): who is blocked, and what it does to queue time.
+
+USERCFG/GROUPCFG/ACCOUNTCFG ``MAXJOB``/``MAXPROC`` (``MAXJOB=4``: soft = hard = 4, MCred.c
+``__MCredParseLimit``) are checked by MJob.c ``MJobCheckLimits`` → MPolicy.c ``MPolicyCheckLimit``
+(blocked when usage + the job's > limit; a credential without its own limit takes DEFAULT's).  Besides
+keeping a job from starting (``MauiCore._held``), a limit changes the job's queue time, which is its
+priority under Maui's default weights:
+
+- **SystemQueueTime resets** (MPolicy.c ``MQueueSelectAllJobs``, hard policy level, the default
+  JOBPRIOACCRUALPOLICY QUEUEPOLICY): at the start of every iteration the jobs - idle *and running* - are
+  walked in priority order while the running jobs' usage is added up, so an idle job is checked
+  against the running jobs ranked before it only; if that partial usage plus the job exceeds the
+  limit, its SystemQueueTime becomes now, otherwise it is left alone.
+- **EffQueueDuration** (MPolicy.c ``MQueueSelectJobs``, ``MQueueCheckSingleJob``): set to now −
+  SystemQueueTime for the jobs that pass the limits with the full usage, and left unchanged for the
+  others; MPriority.c ``MJobGetStartPriority`` ranks a job by it when it is > 0, else by now −
+  SystemQueueTime (``UseSystemQueueTime`` defaults to ptOFF, whose value is TRUE).  A running job
+  keeps the value of its last iteration in the queue.
+
+The priority order of the walk is MQueue.c ``MQueuePrioritizeJobs``'s: StartPriority high to low, ties
+in job-table (submission) order.  Used with the node mechanics in interval mode; exact with ``poll``
+(Maui iterates at every poll).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from batfeed.schedulers.jobqueue import Entry
+    from batfeed.schedulers.maui_core import JobInfo, MauiCore
+
+
+def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]]) -> bool:
+    """A job of ``q`` machines exceeds one of its credentials' MAXJOB/MAXPROC given ``use`` (machines,
+    jobs per credential) (MPolicy.c ``MPolicyCheckLimit``: usage + the job's > limit)."""
+    for key, lim in info.cred_limits:
+        u = use.get(key, (0, 0))
+        if (lim.maxnode is not None and u[0] + q > lim.maxnode) or (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
+            return True
+    return False
+
+
+class CredLimits:
+    """SystemQueueTime and EffQueueDuration of the jobs under per-credential limits (module docstring)."""
+
+    def __init__(self, s: MauiCore):
+        self.s = s
+        self.sqt: dict[str, float] = {}     # SystemQueueTime when reset (else the submission time)
+        self.eff: dict[str, float] = {}     # EffQueueDuration (absent: 0)
+        self.next: dict[str, float] | None = None   # the EffQueueDurations set by this iteration
+        self.run: dict[str, tuple[JobInfo, float, int, int, float]] = {}   # running: info, p̃, seq, q, wait
+
+    @staticmethod
+    def make(s: MauiCore) -> CredLimits | None:
+        """The tracker, when USERCFG/GROUPCFG/ACCOUNTCFG set MAXJOB or MAXPROC (node mechanics, interval
+        mode); None otherwise (queue time then runs from submission)."""
+        cfg = s.cfg
+        cl = any(c.maxjob is not None or c.maxnode is not None
+                 for kind in ("users", "groups", "accounts") for c in getattr(cfg, kind).values())
+        return CredLimits(s) if cl and not s.counts and s.interval is not None else None
+
+    def wait(self, e: Entry, now: float) -> float:
+        """The queue time Maui ranks waiting job ``e`` by (MPriority.c ``MJobGetStartPriority``)."""
+        eff = self.eff.get(e.id, 0.0)
+        return eff if eff > 0 else now - self.sqt.get(e.id, e.r)
+
+    def started(self, e: Entry, now: float) -> None:
+        self.run[e.id] = (self.s.info[e.id], e.p, e.seq, e.q, now - self.sqt.pop(e.id, e.r))
+        self.eff.pop(e.id, None)
+        if self.next is not None:
+            self.next.pop(e.id, None)
+
+    def ended(self, jid: str) -> None:
+        self.run.pop(jid, None)
+
+    def select_all(self, now: float) -> None:
+        """MPolicy.c ``MQueueSelectAllJobs`` (hard level) then ``MQueueSelectJobs`` at the start of an
+        iteration whose waiting jobs were just re-ranked: the resets and the new EffQueueDurations, which
+        rank the jobs from the next iteration on (MQueuePrioritizeJobs ran before them)."""
+        s = self.s
+        eff = dict(self.eff)
+        rows: list[tuple[float, int, Entry | None, tuple[JobInfo, int] | None]] = [
+            (e.kp[0], e.seq, e, None) for e in s.wq.main]
+        for info, p, seq, q, w in self.run.values():
+            rows.append((-s.score(info, p, w), seq, None, (info, q)))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        use: dict[tuple[str, str], list[int]] = {}
+        for _, _, e, run in rows:
+            if e is None:
+                info, q = run    # type: ignore[misc]
+                for key, _ in info.cred_limits:
+                    u = use.setdefault(key, [0, 0])
+                    u[0] += q
+                    u[1] += 1
+                continue
+            info = s.info[e.id]
+            if info.cred_limits and over(info, e.q, use):
+                self.sqt[e.id] = now
+            elif not info.cred_limits or not over(info, e.q, s.use_cred):
+                eff[e.id] = now - self.sqt.get(e.id, e.r)
+        self.next = eff
+
+    def begin(self) -> None:
+        """A new iteration: the EffQueueDurations of the last one rank the jobs now."""
+        if self.next is not None:
+            self.eff, self.next = self.next, None
