@@ -18,7 +18,7 @@ from pathlib import Path
 from batfeed.platforms.generate import write_homogeneous_platform
 
 from batfeed.runner import run_simulation
-from conformance.maui.scenarios import T0, Scenario, jobs
+from conformance.maui.scenarios import T0, Job, Scenario, jobs
 
 REF = Path(__file__).resolve().parent.parent.parent / "data" / "maui_ref"
 
@@ -83,3 +83,24 @@ def compare(ref: dict[str, dict], sim: dict[str, tuple[float, str]], poll: float
     near = sum(abs(got[j] - r["start"]) <= poll + 1e-6 for j, r in ref.items())
     mw = sum(got[j] - r["start"] for j, r in ref.items()) / len(ref)
     return Diff(len(ref), len(diff), hosts, near, round(mw, 3), [(j, ref[j]["start"], got[j]) for _, j in diff[:5]])
+
+
+def kth_jobs(workload: Path) -> list[Job]:
+    """The jobs of a converted SWF workload (``batfeed convert``; ``requested_walltime`` kept by
+    ``--overrun``) as Maui trace jobs: submission ``T0`` + subtime, users ``u<user>``, groups ``g<group>``."""
+    w = json.loads(Path(workload).read_text())
+    delay = {k: v["delay"] for k, v in w["profiles"].items()}
+    return [Job(str(j["id"]), int(j["res"]), f"u{j.get('user', 1)}", f"g{j.get('group', 1)}",
+                int(j.get("requested_walltime", j["walltime"])), T0 + int(j["subtime"]),
+                max(1, int(delay[j["profile"]]))) for j in w["jobs"]]
+
+
+def simulate_workload(platform: Path, workload: Path, poll: int, cfg_text: str, work: Path) -> dict[str, float]:
+    """batfeed's start time (from ``T0``) of every job of a Batsim ``workload`` on ``platform``."""
+    work.mkdir(parents=True, exist_ok=True)
+    cfg = work / "maui.cfg"
+    cfg.write_text(cfg_text)
+    opts = {"config": str(cfg), "interval": poll, "poll": True}
+    run_simulation(platform, [workload], scheduler="maui", options=opts, export=work / "out", machine_states=False)
+    with open(work / "out_jobs.csv", newline="") as fh:
+        return {r["job_id"].split("!")[-1]: float(r["starting_time"]) for r in csv.DictReader(fh)}

@@ -29,8 +29,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
-from conformance.maui.scenarios import SCENARIOS, Scenario, jobs  # noqa: E402
-from conformance.maui.traces import parse_simstat, write_home  # noqa: E402
+from conformance.maui.scenarios import SCENARIOS, Job, Scenario, jobs  # noqa: E402
+from conformance.maui.traces import parse_simstat, write_jobs_home  # noqa: E402
 
 OUT = HERE.parent.parent / "data" / "maui_ref"
 
@@ -59,18 +59,25 @@ def hosts(field: str) -> str:
 
 def run(sc: Scenario, maui: str, home: Path, timeout: float) -> list[dict]:
     """Run ``maui`` on ``sc`` in ``home``; Maui's records, one per job."""
-    write_home(sc, home, free_port())
     t = time.monotonic()
+    recs = run_jobs(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), maui, home, timeout)
+    print(f"{sc.name}: {len(recs)} jobs in {time.monotonic() - t:.1f} s")
+    return recs
+
+
+def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, home: Path,
+             timeout: float) -> list[dict]:
+    """Run ``maui`` on jobs ``js`` in a fresh home ``home``; its records, one per job, by job name."""
+    write_jobs_home(js, nodes, poll, cfg_text, home, free_port())
     with open(home / "stdout.txt", "w") as out:
         subprocess.run([maui], cwd=home, env={**os.environ, "MAUIHOMEDIR": str(home)}, stdout=out,
                        stderr=subprocess.STDOUT, timeout=timeout, check=False)
     recs = parse_simstat(home / "stats" / "simstat.out")
-    want = {j.name for j in jobs(sc)}
+    want = {j.name for j in js}
     got = {r["job"] for r in recs}
     if got != want:
-        raise SystemExit(f"{sc.name}: Maui recorded {len(got)} of {len(want)} jobs "
-                         f"(missing {sorted(want - got)[:5]}); see {home}")
-    print(f"{sc.name}: {len(recs)} jobs in {time.monotonic() - t:.1f} s")
+        raise RuntimeError(f"Maui recorded {len(got)} of {len(want)} jobs (missing {sorted(want - got)[:5]}); "
+                           f"see {home}")
     return sorted(recs, key=lambda r: r["job"])
 
 

@@ -57,15 +57,20 @@ def workload_line(j: Job) -> str:
 
 
 def write_home(sc: Scenario, home: Path, port: int) -> None:
-    """A fresh Maui home directory for ``sc``: traces/, stats/, log/, spool/, tools/ and maui.cfg."""
+    """A fresh Maui home directory for scenario ``sc`` (:func:`write_jobs_home`)."""
+    write_jobs_home(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), home, port)
+
+
+def write_jobs_home(js: list[Job], nodes: int, poll: int, cfg_text: str, home: Path, port: int) -> None:
+    """A fresh Maui home directory: traces/ (``nodes`` nodes, jobs ``js`` in submission order), stats/,
+    log/, spool/, tools/ and maui.cfg (the simulator's lines, then ``cfg_text``)."""
     for d in ("traces", "stats", "log", "spool", "tools"):
         (home / d).mkdir(parents=True, exist_ok=True)
     (home / "traces" / "resource.trace").write_text(
-        "VERSION 230\n" + "".join(resource_line(node_name(i)) + "\n" for i in range(sc.nodes)))
+        "VERSION 230\n" + "".join(resource_line(node_name(i)) + "\n" for i in range(nodes)))
     (home / "traces" / "workload.trace").write_text(
-        "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in jobs(sc)))
-    cfg = SIM_CFG.format(host=socket.gethostname(), port=port, poll=sc.poll) + sc.cfg_text()
-    (home / "maui.cfg").write_text(cfg)
+        "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in sorted(js, key=lambda j: j.submit)))
+    (home / "maui.cfg").write_text(SIM_CFG.format(host=socket.gethostname(), port=port, poll=poll) + cfg_text)
 
 
 def parse_simstat(path: Path) -> list[dict]:
