@@ -91,6 +91,10 @@ class Fairshare:
         self.total_rate = max(self.total_rate - machines, 0.0)
 
     # ------------------------------------------------------------------ queries
+    def any_usage(self) -> bool:
+        """Whether the fairshare component counts (always here; see maui_fairshare.PollFairshare)."""
+        return True
+
     def usage_pct(self, key: Hashable) -> float:
         """Decayed share of credential ``key`` in percent of the decayed total (0 if none yet)."""
         if self._pct is None:

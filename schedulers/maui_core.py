@@ -15,6 +15,7 @@ from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_fairshare import PollFairshare
 from batfeed.schedulers.maui_limits import CredLimits, over
 from batfeed.schedulers.maui_nodes import Plan
 from batfeed.schedulers.options import Option, specs
@@ -82,7 +83,11 @@ class MauiCore(BackfillScheduler):
                 log.warning("%s", w)
         iv = self.opts["interval"] if "interval" in self.options else cfg.rmpollinterval
         self.interval: float | None = float(iv) if iv else None
-        self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
+        if self.opts["mechanics"] == "nodes" and self.interval is not None:
+            self.fs: Fairshare = PollFairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, cfg.fspolicy != "NONE",
+                                               self.interval)
+        else:
+            self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
         self._fs_on = cfg.fsweight != 0 and any(getattr(cfg, f"fs{k}weight") for _, k in KINDS)
         self.info: dict[str, JobInfo] = {}
         self._creds: dict[tuple[str, str], Cred | None] = {}
@@ -132,9 +137,10 @@ class MauiCore(BackfillScheduler):
         wait = now - e.r
         if not self.counts and self.interval is not None and self.t0 is not None:
             # a job seen at the previous poll is ranked by its wait then (MPolicy.c MQueueSelectJobs sets
-            # EffQueueDuration after MQueuePrioritizeJobs; MPriority.c MJobGetStartPriority reads it)
+            # EffQueueDuration after MQueuePrioritizeJobs; MPriority.c MJobGetStartPriority reads it if > 0:
+            # a job submitted right at the previous poll is ranked by its whole wait)
             iv = self.interval
-            if wait >= iv - 1e-9 and now - iv > self.t0 + 1e-6:
+            if wait > iv + 1e-9 and now - iv > self.t0 + 1e-6:
                 wait -= iv
         return self.score(self.info[e.id], e.p, wait)
 
@@ -143,7 +149,7 @@ class MauiCore(BackfillScheduler):
         ``wait`` s (MPriority.c ``MJobGetStartPriority``)."""
         cfg = self.cfg
         p = info.cred
-        if self._fs_on:
+        if self._fs_on and self.fs.any_usage():
             fs = 0.0
             for key, w, target in info.fs_terms:
                 fs += w * target.delta(self.fs.usage_pct(key))
@@ -220,6 +226,8 @@ class MauiCore(BackfillScheduler):
         self._last_submit = self.bs.time()
         if self.t0 is None:
             self.t0 = self._last_submit
+            if isinstance(self.fs, PollFairshare):
+                self.fs.t0 = self.t0
         super().onJobSubmission(job)
 
     def on_submit(self, job: Job) -> None:
@@ -323,7 +331,12 @@ class MauiCore(BackfillScheduler):
                 u = self.use_cred[key]
                 u[0] -= q
                 u[1] -= 1
-            self.fs.stop(info.keys, q, self.bs.time())
+            now = self.bs.time()
+            if isinstance(self.fs, PollFairshare):    # charged up to the poll before its completion poll
+                c = now if self._on_grid(now) else self._next_grid(now)
+                self.fs.stop_at(info.keys, q, now, c - self.interval)
+            else:
+                self.fs.stop(info.keys, q, now)
             if self.limits is not None:
                 self.limits.ended(job.id)
         self.info.pop(job.id, None)

@@ -1,0 +1,77 @@
+"""Fairshare usage as Maui's simulator accrues it, poll by poll (issue 29; node mechanics, interval mode).
+
+:class:`~batfeed.schedulers.fairshare.Fairshare` charges running jobs continuously; Maui charges them
+at its iterations, and :class:`PollFairshare` follows it:
+
+- **Accrual** (MSim.c ``MSimRMGetInfo`` → MStats.c ``MStatUpdateActiveJobUsage``, FSPOLICY
+  DEDICATEDPS): at every poll, before the scheduling pass, each active job is charged processors ×
+  min(RMPOLLINTERVAL, now − start) - except at its start poll and at the poll where it completes,
+  where the simulator has terminated it first.  A job that starts at poll s and completes at poll c
+  (the first at or after its end) is thus charged for [s, c − Δ]: continuous charging from s, cut
+  at c − Δ (:meth:`PollFairshare.stop_at`).
+- **Windows** (Server.c ``ServerProcessRequests`` → MFS.c ``MFSUpdateData``, rotate): the history
+  shifts at the end of the first iteration whose time is in a new FSINTERVAL window (times aligned on
+  multiples of FSINTERVAL), so the window boundary is the first poll p at or after k·FSINTERVAL, the
+  charge made at p still goes to the old window and the pass at p still ranks with it; the decayed
+  sum is MFS.c ``MFSCalcFactor``'s (window i weighs FSDECAY^i, i < FSDEPTH).
+- **No usage, no fairshare** (MPriority.c ``MJobGetStartPriority``): the fairshare component counts
+  only once the decayed total usage is > 0 (:meth:`PollFairshare.any_usage`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable
+
+from batfeed.schedulers.fairshare import Fairshare
+
+
+class PollFairshare(Fairshare):
+    """Maui's poll-by-poll fairshare accrual (module docstring); ``t0``, the first submission, anchors
+    the polls t0 + kΔ and is set once known."""
+
+    def __init__(self, interval: float, depth: int, decay: float, enabled: bool, poll: float):
+        super().__init__(interval, depth, decay, enabled)
+        self.poll = float(poll)
+        self.t0: float | None = None
+
+    def boundary(self, k: int) -> float:
+        """The poll at which window k begins to be charged: the first at or after k·FSINTERVAL."""
+        b = k * self.interval
+        t0 = self.t0 if self.t0 is not None else 0.0
+        if b <= t0:
+            return t0
+        return t0 + math.ceil((b - t0) / self.poll - 1e-9) * self.poll
+
+    def advance(self, now: float) -> None:
+        if not self.enabled or now <= self.t:
+            return
+        while (b := self.boundary(self.window + 1)) < now:   # rolled only after the pass at b
+            self._charge(b)
+            self._roll()
+        self._charge(now)
+
+    def stop_at(self, keys: Iterable[Hashable], machines: int, now: float, cut: float) -> None:
+        """The job of ``keys`` on ``machines`` machines ends at ``now``, charged up to ``cut`` <= now only."""
+        keys = list(keys)
+        self.stop(keys, machines, now)
+        if not self.enabled or cut >= now:
+            return
+        hi = now
+        for i in range(self.depth):            # hist[i] holds (boundary(window - i), boundary(window - i + 1)]
+            lo = max(cut, self.boundary(self.window - i)) if self.window - i > 0 else cut
+            if hi > lo:
+                amount = machines * (hi - lo)
+                for key in keys:
+                    hist = self.usage.get(key)
+                    if hist is not None:
+                        hist[i] -= amount
+                self.total[i] -= amount
+            hi = lo
+            if hi <= cut:
+                break
+        self._pct = None
+
+    def any_usage(self) -> bool:
+        """Maui counts the fairshare component only when the decayed total usage is > 0."""
+        return sum(w * u for w, u in zip(self.weights, self.total, strict=True)) > 1e-9
