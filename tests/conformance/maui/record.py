@@ -10,7 +10,8 @@ For each scenario a fresh Maui home directory is written (:func:`conformance.mau
 ``$MAUI`` runs in it (``MAUIHOMEDIR``; it listens on a free loopback port) until the trace is done, and
 ``<out>/<name>.csv`` receives ``job,tasks,submit,start,end,hosts`` per job from ``stats/simstat.out``
 (hosts: the 0-based node indices Maui allocated, ``;``-separated); ``<out>/MAUI_COMMIT`` the binary's
-build commit when ``$MAUI/../../COMMIT`` exists.  A run that misses a job or fails is an error.
+build commit when ``$MAUI/../../COMMIT`` exists.  A run that misses a job or fails is an error.  With
+fairshare on, Maui steps through idle gaps (``MAUI_SIM_IDLEJUMP=off``, :func:`fairshare`).
 """
 
 from __future__ import annotations
@@ -50,6 +51,17 @@ def free_port() -> int:
     raise RuntimeError("no two consecutive free ports")
 
 
+def fairshare(cfg_text: str) -> bool:
+    """The maui.cfg lines turn fairshare on (FSPOLICY other than NONE).  The trace-time patch's idle-gap
+    jump rotates the fairshare windows once per jump, not once per window skipped (its README), so the
+    recorder turns the jump off for them (``MAUI_SIM_IDLEJUMP=off``: Maui steps poll by poll)."""
+    for line in cfg_text.splitlines():
+        parts = line.split("#", 1)[0].split()
+        if len(parts) == 2 and parts[0].upper() == "FSPOLICY" and parts[1].upper() not in ("NONE", "OFF", "FALSE"):
+            return True
+    return False
+
+
 def hosts(field: str) -> str:
     """Maui's allocated host list (``n001:n002`` or ``[n001][n002]``) as 0-based indices ``0;1``."""
     names = [t for t in field.replace("[", " ").replace("]", " ").replace(":", " ").replace(",", " ").split()
@@ -69,9 +81,12 @@ def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, hom
              timeout: float) -> list[dict]:
     """Run ``maui`` on jobs ``js`` in a fresh home ``home``; its records, one per job, by job name."""
     write_jobs_home(js, nodes, poll, cfg_text, home, free_port())
+    env = {**os.environ, "MAUIHOMEDIR": str(home)}
+    if fairshare(cfg_text):
+        env["MAUI_SIM_IDLEJUMP"] = "off"    # step through idle gaps: windows then rotate as without the jump
     with open(home / "stdout.txt", "w") as out:
-        subprocess.run([maui], cwd=home, env={**os.environ, "MAUIHOMEDIR": str(home)}, stdout=out,
-                       stderr=subprocess.STDOUT, timeout=timeout, check=False)
+        subprocess.run([maui], cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                       check=False)
     recs = parse_simstat(home / "stats" / "simstat.out")
     want = {j.name for j in js}
     got = {r["job"] for r in recs}

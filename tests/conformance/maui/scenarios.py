@@ -70,6 +70,10 @@ def jobs(sc: Scenario) -> list[Job]:
 FS = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSINTERVAL 86400", "FSDEPTH 7",
       "FSDECAY 0.80", "USERCFG[DEFAULT] FSTARGET=5")
 
+FS_ROLL = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSGROUPWEIGHT 50", "FSINTERVAL 3600",
+           "FSDEPTH 4", "FSDECAY 0.5", "USERCFG[DEFAULT] FSTARGET=25", "GROUPCFG[g1] FSTARGET=30",
+           "GROUPCFG[g2] FSTARGET=70")
+
 SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # (a) Maui's default configuration (NODEALLOCATIONPOLICY LASTAVAILABLE, FIRSTFIT, depth 1)
     Scenario("default_16n_5s", 16, 5, seed=1),
@@ -93,4 +97,11 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("fairshare_16n_60s", 16, 60, FS, njobs=400, seed=12, mean_iat=360.0),
     Scenario("fairshare_week_16n_60s", 16, 60, FS, njobs=700, seed=13, mean_iat=800.0, users=6,
              sizes=(1, 1, 2, 2, 4, 4, 8, 12, 16)),
+    # hourly windows, strong decay, user and group targets, a poll that does not divide FSINTERVAL
+    Scenario("fairshare_roll_16n_7s", 16, 7, FS_ROLL, njobs=300, seed=15, mean_iat=100.0),
+    Scenario("fairshare_roll_16n_60s", 16, 60, FS_ROLL, njobs=300, seed=16, mean_iat=100.0),
+    Scenario("fairshare_dedicatedpes_16n_60s", 16, 60, ("FSPOLICY DEDICATEDPES",) + FS_ROLL[1:], njobs=300,
+             seed=17, mean_iat=100.0),
+    Scenario("fairshare_utilizedps_16n_60s", 16, 60, ("FSPOLICY UTILIZEDPS",) + FS_ROLL[1:], njobs=300,
+             seed=18, mean_iat=100.0),
 )}
