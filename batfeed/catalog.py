@@ -36,6 +36,9 @@ def listing() -> str:
         cls = _builtin(target)
         sched = sys.modules[cls.__module__]
         lines += describe(name, summary(sched) if sched.__doc__ else summary(cls), cls.OPTIONS)
+        notes = getattr(cls, "catalog_notes", None)      # e.g. maui: what it does with each maui.cfg keyword
+        if notes is not None:
+            lines += notes()
         lines.append("")
     lines += ["Any other scheduler: a .py file (class named after it), module:Class or a pybatsim scheduler",
               "name (schedFcfs, easyBackfill, ...); batfeed does not check their options.", ""]

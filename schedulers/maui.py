@@ -79,7 +79,12 @@ with the request; a running job past it is expected to end at max(start + p̃, n
 first poll past that instant, as Maui cancels it after that pass (MSys.c ``MSysCheck`` → MLimit.c
 ``MLimitEnforceAll``, JOBMAXOVERRUN X, 600 s by default) and frees its nodes at the next one.
 
-Other UNDEF → choices: fairshare usage is charged continuously (machines × seconds) and the
+**Limits and fairshare as Maui accounts them** (``nodes``, interval mode): per-credential MAXJOB/MAXPROC
+restart and freeze queue times as MPolicy.c ``MQueueSelectAllJobs``/``MQueueSelectJobs`` do
+(:mod:`maui_limits`), fairshare usage is charged poll by poll (:mod:`maui_fairshare`); docs/maui.md and
+``batfeed schedulers`` give each maui.cfg keyword's status (:mod:`maui_keywords`).
+
+Other UNDEF → choices: event-driven, fairshare usage is charged continuously (machines × seconds); the
 windows are aligned on simulated time 0; queue time runs from submission (Maui's FULL accrual
 policy); an iteration starts nothing when no machine is free, so it is skipped then; a requeued
 job (kill-resubmit) is a new job whose queue time starts at the requeue; jobs of negative
@@ -91,6 +96,7 @@ from __future__ import annotations
 
 from batfeed.schedulers.maui_core import INF, KINDS, NEG_RETRY, JobInfo, MauiCore
 from batfeed.schedulers.maui_counts import MauiCounts
+from batfeed.schedulers.maui_keywords import listing as keyword_listing
 from batfeed.schedulers.maui_nodes import Plan, iterate
 
 __all__ = ["INF", "KINDS", "NEG_RETRY", "JobInfo", "Maui", "MauiCore"]
@@ -99,6 +105,11 @@ __all__ = ["INF", "KINDS", "NEG_RETRY", "JobInfo", "Maui", "MauiCore"]
 class Maui(MauiCounts):
     """Maui 3's scheduling iteration on :class:`~batfeed.schedulers.maui_core.MauiCore` (module docstring):
     its node mechanics (:mod:`maui_nodes`), or the count-based ones (``mechanics: "counts"``)."""
+
+    @staticmethod
+    def catalog_notes() -> list[str]:
+        """``batfeed schedulers``: the status of each maui.cfg keyword (:mod:`maui_keywords`)."""
+        return keyword_listing()
 
     # ---------------------------------------------------------------- the iteration
     def schedule(self) -> None:

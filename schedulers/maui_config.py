@@ -52,8 +52,9 @@ once under that credential, all classes together (``USERCFG[DEFAULT] MAXPROC=60`
 most 60 machines; Maui's hard limit, one value).
 
 Unknown keywords and unknown attributes are collected in :attr:`MauiConfig.warnings` (the
-scheduler logs them in one warning); a malformed line raises :class:`MauiConfigError`
-``file:line: message``.
+scheduler logs them in one warning), the approximate ones in effect (maui_keywords.py, ``batfeed
+schedulers``) in :attr:`MauiConfig.approximate` (one more warning); a malformed line raises
+:class:`MauiConfigError` ``file:line: message``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from batfeed.schedulers.maui_keywords import approximations
 
 from batfeed.errors import InputError
 
@@ -215,6 +218,7 @@ class MauiConfig:
     accounts: dict[str, Cred] = field(default_factory=dict)
     classes: dict[str, Cred] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    approximate: list[str] = field(default_factory=list)   # maui_keywords.STATUS entries in effect, approximate
     source: str | None = None
 
     def cred(self, kind: str, name: str) -> Cred | None:
@@ -299,6 +303,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
     """Parse maui.cfg text; unknown keywords/attributes go to ``warnings``, bad lines raise."""
     cfg = MauiConfig(source=source)
     unknown: list[str] = []
+    used: set[str] = set()
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -326,6 +331,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                     setattr(entry, spec[0], _value(spec[1], val))
                 except ValueError as err:
                     raise MauiConfigError(f"{name}[{index}] {key}: {err}", source, lineno) from None
+                used.add(f"{name} {akey}")
             continue
         spec = SCALARS.get(name)
         if spec is None or (index is not None and not (name == "RESERVATIONDEPTH"
@@ -339,8 +345,10 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
             setattr(cfg, spec[0], _value(spec[1], values[0]))
         except ValueError as err:
             raise MauiConfigError(f"{name}: {err}", source, lineno) from None
+        used.update((name, f"{name} {values[0].upper()}"))
     if unknown:
         cfg.warnings.append(f"{source}: ignored (not supported by batfeed's Maui): " + ", ".join(unknown))
+    cfg.approximate = approximations(used, cfg)
     return cfg
 
 

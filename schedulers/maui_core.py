@@ -12,15 +12,14 @@ import re
 from typing import Any
 
 from batfeed.schedulers.backfill import BackfillScheduler, OptionError
-from batfeed.schedulers.fairshare import Fairshare
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
-from batfeed.schedulers.maui_fairshare import PollFairshare
-from batfeed.schedulers.maui_limits import CredLimits, over
+from batfeed.schedulers.maui_fairshare import PollFairshare, make_fairshare
+from batfeed.schedulers.maui_limits import CredLimits, never, over
 from batfeed.schedulers.maui_nodes import Plan
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
-from batfeed.schedulers.resources import Intervals, count, subtract, union
+from batfeed.schedulers.resources import Intervals, subtract, union
 from batsim.batsim import Job
 
 log = logging.getLogger("batfeed.schedulers")
@@ -77,17 +76,16 @@ class MauiCore(BackfillScheduler):
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
         cfg = self.cfg = load_config(self.opts["config"])
-        for w in cfg.warnings:
+        notes = list(cfg.warnings)
+        if cfg.approximate:
+            notes.append(f"{cfg.source}: approximated (batfeed schedulers says how): " + "; ".join(cfg.approximate))
+        for w in notes:
             if w not in _WARNED:        # once per process: `batfeed validate` makes one Maui per week
                 _WARNED.add(w)
                 log.warning("%s", w)
         iv = self.opts["interval"] if "interval" in self.options else cfg.rmpollinterval
         self.interval: float | None = float(iv) if iv else None
-        if self.opts["mechanics"] == "nodes" and self.interval is not None:
-            self.fs: Fairshare = PollFairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, cfg.fspolicy != "NONE",
-                                               self.interval)
-        else:
-            self.fs = Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=cfg.fspolicy != "NONE")
+        self.fs = make_fairshare(cfg, self.interval if self.opts["mechanics"] == "nodes" else None)
         self._fs_on = cfg.fsweight != 0 and any(getattr(cfg, f"fs{k}weight") for _, k in KINDS)
         self.info: dict[str, JobInfo] = {}
         self._creds: dict[tuple[str, str], Cred | None] = {}
@@ -232,7 +230,7 @@ class MauiCore(BackfillScheduler):
 
     def on_submit(self, job: Job) -> None:
         info = self._job_info(job)
-        why = self._never(job, info)
+        why = never(job, info, self.nb_machines)
         if why:
             self.reject(job, why)
             return
@@ -263,23 +261,6 @@ class MauiCore(BackfillScheduler):
             log.warning("maui.cfg JOBMAXOVERRUN %g s, but the workload extends requests by %g s (job %s: walltime "
                         "%g, requested_walltime %g): convert with --overrun %g", x, wall - float(rw), job.id, wall,
                         float(rw), x)
-
-    def _never(self, job: Job, info: JobInfo) -> str | None:
-        c, q = info.limits, job.requested_resources
-        if c is not None:
-            wall = job.requested_time
-            if c.maxwclimit is not None and wall is not None and wall > c.maxwclimit:
-                return f"walltime {wall:g} s exceeds MAXWCLIMIT {c.maxwclimit:g} s of class {info.cls}"
-            for name, lim in (("MAXNODEPERJOB", c.maxnodeperjob), ("MAXNODE", c.maxnode),
-                              ("MAXNODEPERUSER", c.maxnodeperuser)):
-                if lim is not None and q > lim:
-                    return f"requests {q} machines, more than {name} {lim} of class {info.cls}"
-        if info.nodes is not None and q > count(info.nodes):
-            return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
-        for (kind, name), c in info.cred_limits:
-            if c.maxnode is not None and q > c.maxnode:
-                return f"requests {q} machines, more than MAXPROC {c.maxnode} of {kind} {name}"
-        return None
 
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         super().launch(e, ivs, now)
@@ -331,12 +312,7 @@ class MauiCore(BackfillScheduler):
                 u = self.use_cred[key]
                 u[0] -= q
                 u[1] -= 1
-            now = self.bs.time()
-            if isinstance(self.fs, PollFairshare):    # charged up to the poll before its completion poll
-                c = now if self._on_grid(now) else self._next_grid(now)
-                self.fs.stop_at(info.keys, q, now, c - self.interval)
-            else:
-                self.fs.stop(info.keys, q, now)
+            self.fs.stop(info.keys, q, self.bs.time())
             if self.limits is not None:
                 self.limits.ended(job.id)
         self.info.pop(job.id, None)

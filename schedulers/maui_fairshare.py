@@ -22,8 +22,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Iterable
+from typing import TYPE_CHECKING
 
 from batfeed.schedulers.fairshare import Fairshare
+
+if TYPE_CHECKING:
+    from batfeed.schedulers.maui_config import MauiConfig
+
+
+def make_fairshare(cfg: MauiConfig, interval: float | None) -> Fairshare:
+    """:class:`PollFairshare` for Maui's node mechanics in interval mode (``interval``), else the continuous
+    :class:`~batfeed.schedulers.fairshare.Fairshare`."""
+    on = cfg.fspolicy != "NONE"
+    if interval is not None:
+        return PollFairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, on, interval)
+    return Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=on)
 
 
 class PollFairshare(Fairshare):
@@ -51,10 +64,16 @@ class PollFairshare(Fairshare):
             self._roll()
         self._charge(now)
 
+    def stop(self, keys: Iterable[Hashable], machines: int, now: float) -> None:
+        """The job of ``keys`` on ``machines`` machines ends at ``now``: Maui charged it up to the poll
+        before its completion poll (the first poll at or after ``now``)."""
+        k = math.ceil((now - (self.t0 or 0.0)) / self.poll - 1e-9)
+        self.stop_at(keys, machines, now, (self.t0 or 0.0) + (k - 1) * self.poll)
+
     def stop_at(self, keys: Iterable[Hashable], machines: int, now: float, cut: float) -> None:
         """The job of ``keys`` on ``machines`` machines ends at ``now``, charged up to ``cut`` <= now only."""
         keys = list(keys)
-        self.stop(keys, machines, now)
+        super().stop(keys, machines, now)
         if not self.enabled or cut >= now:
             return
         hi = now

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from batfeed.schedulers.resources import count
+
 if TYPE_CHECKING:
     from batfeed.schedulers.jobqueue import Entry
     from batfeed.schedulers.maui_core import JobInfo, MauiCore
+    from batsim.batsim import Job
 
 
 def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]]) -> bool:
@@ -39,6 +42,27 @@ def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]]) -> bool:
         if (lim.maxnode is not None and u[0] + q > lim.maxnode) or (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
             return True
     return False
+
+
+def never(job: Job, info: JobInfo, nb_machines: int) -> str | None:
+    """Why ``job`` can never run under its class's or credentials' limits (rejected at submission), or None:
+    walltime over CLASSCFG MAXWCLIMIT, more machines than MAXNODEPERJOB/MAXNODE/MAXNODEPERUSER of its class,
+    than its class's HOSTLIST or than a credential's MAXPROC."""
+    c, q = info.limits, job.requested_resources
+    if c is not None:
+        wall = job.requested_time
+        if c.maxwclimit is not None and wall is not None and wall > c.maxwclimit:
+            return f"walltime {wall:g} s exceeds MAXWCLIMIT {c.maxwclimit:g} s of class {info.cls}"
+        for name, lim in (("MAXNODEPERJOB", c.maxnodeperjob), ("MAXNODE", c.maxnode),
+                          ("MAXNODEPERUSER", c.maxnodeperuser)):
+            if lim is not None and q > lim:
+                return f"requests {q} machines, more than {name} {lim} of class {info.cls}"
+    if info.nodes is not None and q > count(info.nodes):
+        return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
+    for (kind, name), cl in info.cred_limits:
+        if cl.maxnode is not None and q > cl.maxnode:
+            return f"requests {q} machines, more than MAXPROC {cl.maxnode} of {kind} {name}"
+    return None
 
 
 class CredLimits:

@@ -75,7 +75,27 @@ def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
     assert s.cfg.fsweight == 2 and s.cfg.classes["q"].priority == 2
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == [f"{path}: ignored (not supported by batfeed's Maui): SERVERHOST (line 1), "
-                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)"]
+                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)",
+                        f"{path}: approximated (batfeed schedulers says how): CREDWEIGHT"]
+
+
+def test_approximate_keywords_in_effect_are_named():
+    # maui_keywords.STATUS: only what is approximate *and* in effect (CREDWEIGHT 1 with a PRIORITY,
+    # BESTFIT's PROCSECONDS metric, CLASSCFG limits); exact ones (MAXJOB of USERCFG, FS*) are not
+    c = parse_config("CLASSCFG[q] PRIORITY=5 MAXJOB=2\nBACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\n"
+                     "USERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\nFSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
+    assert c.approximate == ["BACKFILLMETRIC PROCSECONDS/SECONDS", "CREDWEIGHT",
+                             "CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER"]
+    assert parse_config("BACKFILLMETRIC PROCSECONDS\nFSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
+    assert parse_config("").approximate == []
+
+
+def test_every_keyword_status_is_in_the_docs():
+    # docs/maui.md's keyword table is STATUS (batfeed schedulers prints it): same keys, same statuses
+    from batfeed.schedulers.maui_keywords import STATUS
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "maui.md").read_text()
+    for key, (status, _) in STATUS.items():
+        assert f"| {key} | {status} |" in docs, key
 
 
 @pytest.mark.parametrize("text, message", [

@@ -1,0 +1,118 @@
+"""What batfeed's Maui does with each maui.cfg keyword it reads: exact, approximate (how) or ignored.
+
+*exact*: every job of the Maui conformance scenarios named starts at the reference Maui 3 simulator's
+poll on its nodes (tests/test_maui_conformance.py; node mechanics, ``interval`` = RMPOLLINTERVAL with
+``poll``: Maui iterates at every poll).  *approximate*: what differs, or that the rule follows Maui's
+source but no recorded scenario checks it yet.  *ignored*: any other keyword or attribute, named in one
+warning when the file is read.  ``batfeed schedulers`` prints :data:`STATUS` (:func:`listing`); reading a
+config logs the approximate ones it uses (:func:`approximations`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from batfeed.schedulers.maui_config import MauiConfig
+
+# keyword (or "KEYWORD value", or "XCFG ATTR") -> (status, how)
+STATUS: dict[str, tuple[str, str]] = {
+    "RMPOLLINTERVAL": ("exact", "the polling grid, with the option poll (without it batfeed iterates only after "
+                       "an event; event-driven without interval)"),
+    "QUEUETIMEWEIGHT": ("exact", "default_*, every scenario"),
+    "SERVICEWEIGHT": ("exact", "default_* (weight 1)"),
+    "RESERVATIONPOLICY CURRENTHIGHEST": ("exact", "every scenario"),
+    "RESERVATIONPOLICY NEVER": ("approximate", "no priority reservation; not yet compared with Maui"),
+    "RESERVATIONDEPTH": ("exact", "resdepth3_24n_60s, bestfit_depth3_16n_5s"),
+    "BACKFILLPOLICY FIRSTFIT": ("exact", "every default scenario"),
+    "BACKFILLPOLICY BESTFIT": ("exact", "bestfit_depth3_16n_5s, bestfit_bfdepth1_16n_5s"),
+    "BACKFILLPOLICY NONE": ("approximate", "no backfill; not yet compared with Maui"),
+    "BACKFILLDEPTH": ("exact", "backfilldepth2_16n_5s, bestfit_bfdepth1_16n_5s"),
+    "BACKFILLMETRIC PROCS": ("exact", "BESTFIT's default (bestfit_* scenarios)"),
+    "BACKFILLMETRIC PROCSECONDS/SECONDS": ("approximate", "MBFBestFit's metric; not yet compared with Maui"),
+    "NODEALLOCATIONPOLICY": ("exact", "LASTAVAILABLE (default), FIRSTAVAILABLE, MINRESOURCE, CPULOAD on "
+                             "identical single-processor nodes (*available_*, minresource_*, cpuload_*)"),
+    "JOBMAXOVERRUN": ("exact", "through the workload (batfeed convert --overrun; KTH-SP2 in test_real_maui)"),
+    "FSPOLICY DEDICATEDPS": ("exact", "fairshare_* (usage accrued poll by poll in interval mode; charged "
+                             "continuously when event-driven)"),
+    "FSPOLICY DEDICATEDPES": ("exact", "as DEDICATEDPS: processor-equivalents of single-processor jobs "
+                              "without memory requests (fairshare_dedicatedpes_16n_60s)"),
+    "FSPOLICY UTILIZEDPS": ("approximate", "charged as DEDICATEDPS: batfeed has no utilisation (Maui's "
+                            "simulator gives the same, fairshare_utilizedps_16n_60s)"),
+    "FSINTERVAL": ("exact", "fairshare_roll_*"),
+    "FSDEPTH": ("exact", "fairshare_roll_*"),
+    "FSDECAY": ("exact", "fairshare_roll_*"),
+    "FSWEIGHT": ("exact", "fairshare_*"),
+    "FSUSERWEIGHT": ("exact", "fairshare_*"),
+    "FSGROUPWEIGHT": ("exact", "fairshare_roll_*"),
+    "FSACCOUNTWEIGHT": ("approximate", "Maui's account term; not yet compared with Maui"),
+    "FSCLASSWEIGHT": ("approximate", "Maui's class term; not yet compared with Maui"),
+    "USERCFG FSTARGET": ("exact", "plain targets (fairshare_*); floors (25+) and ceilings (25-) approximate: "
+                         "not yet compared"),
+    "GROUPCFG FSTARGET": ("exact", "plain targets (fairshare_roll_*); floors/ceilings approximate"),
+    "ACCOUNTCFG FSTARGET": ("approximate", "not yet compared with Maui"),
+    "CLASSCFG FSTARGET": ("approximate", "not yet compared with Maui"),
+    "CREDWEIGHT": ("approximate", "MJobGetStartPriority's credential component; not yet compared with Maui"),
+    "USERWEIGHT": ("approximate", "× USERCFG PRIORITY; not yet compared with Maui"),
+    "GROUPWEIGHT": ("approximate", "× GROUPCFG PRIORITY; not yet compared with Maui"),
+    "ACCOUNTWEIGHT": ("approximate", "× ACCOUNTCFG PRIORITY; not yet compared with Maui"),
+    "CLASSWEIGHT": ("approximate", "× CLASSCFG PRIORITY (Maui may also take the RM's class priority); not yet "
+                    "compared with Maui"),
+    "XFACTORWEIGHT": ("approximate", "1 + wait/walltime; Maui divides by max(walltime, its minimum), not yet "
+                      "compared with Maui"),
+    "ENABLENEGJOBPRIORITY": ("approximate", "not yet compared with Maui"),
+    "REJECTNEGPRIOJOBS": ("approximate", "a job of negative priority waits; not yet compared with Maui"),
+    "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 in test_real_maui; one value (soft = hard)"),
+    "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s; one value (soft = hard)"),
+    "GROUPCFG/ACCOUNTCFG MAXJOB, MAXPROC": ("approximate", "the USERCFG rules; not yet compared with Maui"),
+    "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
+                                            "job's node request"),
+    "CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": (
+        "approximate", "a job over the limit waits; its queue time is not restarted as for USERCFG; not yet "
+        "compared with Maui"),
+    "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
+    "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
+    "USERCFG/GROUPCFG/ACCOUNTCFG/CLASSCFG PRIORITY": ("approximate", "see the *WEIGHT keywords"),
+}
+
+
+def listing() -> list[str]:
+    """The table for ``batfeed schedulers``."""
+    out = ["", "    maui.cfg keywords (exact: matches Maui job by job in tests/test_maui_conformance.py; any other",
+           "    keyword or attribute: ignored with a warning):"]
+    for key, (status, how) in STATUS.items():
+        out += textwrap.wrap(f"{key}: {status} ({how})", 112, initial_indent="      ", subsequent_indent="        ")
+    return out
+
+
+def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
+    """The approximate :data:`STATUS` entries a config relies on: ``used`` holds the parser's ``KEYWORD``,
+    ``KEYWORD VALUE`` and ``XCFG ATTR`` strings (upper case)."""
+    def any_of(*names: str) -> bool:
+        return any(n in used for n in names)
+
+    creds = ("USERCFG", "GROUPCFG", "ACCOUNTCFG", "CLASSCFG")
+    targets = [getattr(cfg, k)[n].fstarget for k in ("users", "groups") for n in getattr(cfg, k)]
+    rules = [
+        ("RESERVATIONPOLICY NEVER", cfg.reservationpolicy == "NEVER"),
+        ("BACKFILLPOLICY NONE", cfg.backfillpolicy == "NONE"),
+        ("BACKFILLMETRIC PROCSECONDS/SECONDS", cfg.backfillpolicy == "BESTFIT" and cfg.backfillmetric != "PROCS"),
+        ("FSPOLICY UTILIZEDPS", any_of("FSPOLICY UTILIZEDPS")),
+        ("FSACCOUNTWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsaccountweight) and any_of("ACCOUNTCFG FSTARGET")),
+        ("FSCLASSWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsclassweight) and any_of("CLASSCFG FSTARGET")),
+        ("USERCFG FSTARGET", cfg.fspolicy != "NONE" and any(t is not None and t.mode for t in targets)),
+        ("CREDWEIGHT", bool(cfg.credweight) and any_of(*(f"{c} PRIORITY" for c in creds))),
+        ("XFACTORWEIGHT", bool(cfg.xfactorweight)),
+        ("ENABLENEGJOBPRIORITY", cfg.enablenegjobpriority),
+        ("GROUPCFG/ACCOUNTCFG MAXJOB, MAXPROC", any_of("GROUPCFG MAXJOB", "GROUPCFG MAXPROC", "ACCOUNTCFG MAXJOB",
+                                                        "ACCOUNTCFG MAXPROC")),
+        ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
+        ("CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
+         any_of(*(f"CLASSCFG {a}" for a in ("MAXJOB", "MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",
+                                            "MAXPROCPERUSER")))),
+        ("CLASSCFG MAXNODEPERJOB, MAXWCLIMIT", any_of("CLASSCFG MAXNODEPERJOB", "CLASSCFG MAXPROCPERJOB",
+                                                      "CLASSCFG MAXWCLIMIT", "CLASSCFG MAX.WCLIMIT")),
+        ("CLASSCFG HOSTLIST", any_of("CLASSCFG HOSTLIST")),
+    ]
+    return [key for key, hit in rules if hit]
