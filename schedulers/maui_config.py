@@ -18,10 +18,11 @@ ACCOUNTWEIGHT CLASSWEIGHT                 ACCOUNTCFG/CLASSCFG ``PRIORITY``)
 FSUSERWEIGHT FSGROUPWEIGHT  0             fairshare sub-weights (aliases UFSWEIGHT,
 FSACCOUNTWEIGHT FSCLASSWEIGHT             GFSWEIGHT, AFSWEIGHT, CFSWEIGHT)
 QUEUETIMEWEIGHT             1             × minutes since submission
-XFACTORWEIGHT               0             × expansion factor (wait + p̃) / p̃
-ENABLENEGJOBPRIORITY        FALSE         FALSE: priorities below 1 are raised to 1
-REJECTNEGPRIOJOBS           TRUE          with negative priorities enabled, a job whose priority
-                                          is negative is not started while it is
+XFACTORWEIGHT               0             × expansion factor (wait + p̃) / max(p̃, XFMINWCLIMIT)
+XFMINWCLIMIT                00:02:00      (node mechanics; the counts model divides by p̃)
+ENABLENEGJOBPRIORITY        FALSE         with both FALSE, priorities below 1 are raised to 1
+REJECTNEGPRIOJOBS           FALSE         TRUE: a job whose priority is negative is not started
+                                          while it is (MPolicy.c MQueueSelectAllJobs)
 FSPOLICY                    NONE          DEDICATEDPS (DEDICATEDPES, UTILIZEDPS: same here);
                                           NONE: no usage tracked, fairshare component 0
 FSINTERVAL                  12:00:00      length of a fairshare window
@@ -139,6 +140,7 @@ SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
     "BACKFILLMETRIC": ("backfillmetric", "bfmetric"),
     "RMPOLLINTERVAL": ("rmpollinterval", "duration"),
     "JOBMAXOVERRUN": ("jobmaxoverrun", "overrun"),
+    "XFMINWCLIMIT": ("xfminwclimit", "duration"),
     "NODEALLOCATIONPOLICY": ("nodeallocationpolicy", "nalloc"),
 }
 
@@ -200,7 +202,7 @@ class MauiConfig:
     queuetimeweight: float = 1.0
     xfactorweight: float = 0.0
     enablenegjobpriority: bool = False
-    rejectnegpriojobs: bool = True
+    rejectnegpriojobs: bool = False    # moab.h DEFAULT_MREJECTNEGPRIOJOBS
     fspolicy: str = "NONE"
     fsinterval: float = 12 * 3600.0
     fsdepth: int = 8
@@ -213,6 +215,7 @@ class MauiConfig:
     rmpollinterval: float | None = None
     jobmaxoverrun: float | None = None
     nodeallocationpolicy: str = "LASTAVAILABLE"
+    xfminwclimit: float = 120.0      # msched.h DEFAULT_XFMINWCLIMIT
     users: dict[str, Cred] = field(default_factory=dict)
     groups: dict[str, Cred] = field(default_factory=dict)
     accounts: dict[str, Cred] = field(default_factory=dict)

@@ -104,7 +104,8 @@ class MauiCore(BackfillScheduler):
         # iteration with the state of one that started nothing is skipped (it would start nothing).
         creds = cfg.credweight and any(getattr(cfg, f"{k}weight") for _, k in KINDS)
         self._static = (not cfg.xfactorweight * cfg.serviceweight and not (self._fs_on and self.fs.enabled)
-                        and (cfg.enablenegjobpriority or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
+                        and (cfg.enablenegjobpriority or cfg.rejectnegpriojobs
+                             or (not creds and cfg.queuetimeweight * cfg.serviceweight >= 0)))
         if self.opts["mechanics"] == "nodes" and creds:
             self._static = False     # integer priorities: credential terms and queue minutes may tie later
         if cfg.backfilldepth:
@@ -154,10 +155,16 @@ class MauiCore(BackfillScheduler):
             p += cfg.fsweight * fs
         serv = cfg.queuetimeweight * wait / 60.0
         if cfg.xfactorweight:
-            serv += cfg.xfactorweight * (1.0 + wait / p_wall if p_wall < INF else 1.0)
+            if p_wall == INF:
+                xf = 1.0
+            elif self.counts:
+                xf = 1.0 + wait / p_wall
+            else:   # MPriority.c MJobGetStartPriority: (queue time + walltime) / MAX(XFMINWCLIMIT, walltime)
+                xf = (math.floor(wait) + p_wall) / max(cfg.xfminwclimit, p_wall)
+            serv += cfg.xfactorweight * xf
         p += cfg.serviceweight * serv
-        if not cfg.enablenegjobpriority and p < 1:
-            p = 1.0
+        if not cfg.enablenegjobpriority and not cfg.rejectnegpriojobs and p < 1:
+            p = 1.0        # MPriority.c MJobGetStartPriority clips at 1 only when neither flag is set
         if not self.counts:      # StartPriority is an integer (MQueue.c MQueuePrioritizeJobs), at most 1e9
             p = float(math.trunc(min(p, 1e9)))
         return p
@@ -374,7 +381,7 @@ class MauiCore(BackfillScheduler):
     def _held(self, e: Entry, info: JobInfo) -> bool:
         """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
         cfg = self.cfg
-        if cfg.enablenegjobpriority and cfg.rejectnegpriojobs and -e.kp[0] < 0:
+        if cfg.rejectnegpriojobs and -e.kp[0] < 0:   # MPolicy.c MQueueSelectAllJobs
             self._neg_held[e.id] = e
             return True
         if info.cred_limits and over(info, e.q, self.use_cred):

@@ -23,14 +23,15 @@ STATUS: dict[str, tuple[str, str]] = {
     "QUEUETIMEWEIGHT": ("exact", "default_*, every scenario"),
     "SERVICEWEIGHT": ("exact", "default_* (weight 1)"),
     "RESERVATIONPOLICY CURRENTHIGHEST": ("exact", "every scenario"),
-    "RESERVATIONPOLICY NEVER": ("approximate", "no priority reservation; not yet compared with Maui"),
+    "RESERVATIONPOLICY NEVER": ("exact", "no priority reservation (resnever_16n_5s)"),
     "RESERVATIONDEPTH": ("exact", "resdepth3_24n_60s, bestfit_depth3_16n_5s"),
     "BACKFILLPOLICY FIRSTFIT": ("exact", "every default scenario"),
     "BACKFILLPOLICY BESTFIT": ("exact", "bestfit_depth3_16n_5s, bestfit_bfdepth1_16n_5s"),
-    "BACKFILLPOLICY NONE": ("approximate", "no backfill; not yet compared with Maui"),
+    "BACKFILLPOLICY NONE": ("exact", "no backfill and, as MJobPReserve, no priority reservation "
+                            "(nobackfill_16n_5s)"),
     "BACKFILLDEPTH": ("exact", "backfilldepth2_16n_5s, bestfit_bfdepth1_16n_5s"),
     "BACKFILLMETRIC PROCS": ("exact", "BESTFIT's default (bestfit_* scenarios)"),
-    "BACKFILLMETRIC PROCSECONDS/SECONDS": ("approximate", "MBFBestFit's metric; not yet compared with Maui"),
+    "BACKFILLMETRIC PROCSECONDS/SECONDS": ("exact", "bestfit_procseconds_16n_5s, bestfit_seconds_16n_5s"),
     "NODEALLOCATIONPOLICY": ("exact", "LASTAVAILABLE (default), FIRSTAVAILABLE, MINRESOURCE, CPULOAD on "
                              "identical single-processor nodes (*available_*, minresource_*, cpuload_*)"),
     "JOBMAXOVERRUN": ("exact", "through the workload (batfeed convert --overrun; KTH-SP2 in test_real_maui)"),
@@ -48,24 +49,27 @@ STATUS: dict[str, tuple[str, str]] = {
     "FSGROUPWEIGHT": ("exact", "fairshare_roll_*"),
     "FSACCOUNTWEIGHT": ("approximate", "Maui's account term; not yet compared with Maui"),
     "FSCLASSWEIGHT": ("approximate", "Maui's class term; not yet compared with Maui"),
-    "USERCFG FSTARGET": ("exact", "plain targets (fairshare_*); floors (25+) and ceilings (25-) approximate: "
-                         "not yet compared"),
-    "GROUPCFG FSTARGET": ("exact", "plain targets (fairshare_roll_*); floors/ceilings approximate"),
+    "USERCFG FSTARGET": ("exact", "targets (fairshare_*), floors 25+ (fairshare_floor_16n_60s)"),
+    "GROUPCFG FSTARGET": ("exact", "targets (fairshare_roll_*), ceilings 30- (fairshare_floor_16n_60s)"),
     "ACCOUNTCFG FSTARGET": ("approximate", "not yet compared with Maui"),
     "CLASSCFG FSTARGET": ("approximate", "not yet compared with Maui"),
-    "CREDWEIGHT": ("approximate", "MJobGetStartPriority's credential component; not yet compared with Maui"),
-    "USERWEIGHT": ("approximate", "× USERCFG PRIORITY; not yet compared with Maui"),
-    "GROUPWEIGHT": ("approximate", "× GROUPCFG PRIORITY; not yet compared with Maui"),
+    "CREDWEIGHT": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
+    "USERWEIGHT": ("exact", "× USERCFG PRIORITY (userprio_16n_5s)"),
+    "GROUPWEIGHT": ("exact", "× GROUPCFG PRIORITY (groupprio_16n_60s)"),
     "ACCOUNTWEIGHT": ("approximate", "× ACCOUNTCFG PRIORITY; not yet compared with Maui"),
     "CLASSWEIGHT": ("approximate", "× CLASSCFG PRIORITY (Maui may also take the RM's class priority); not yet "
                     "compared with Maui"),
-    "XFACTORWEIGHT": ("approximate", "1 + wait/walltime; Maui divides by max(walltime, its minimum), not yet "
-                      "compared with Maui"),
-    "ENABLENEGJOBPRIORITY": ("approximate", "not yet compared with Maui"),
-    "REJECTNEGPRIOJOBS": ("approximate", "a job of negative priority waits; not yet compared with Maui"),
+    "XFACTORWEIGHT": ("exact", "(wait + walltime) / max(walltime, XFMINWCLIMIT) (xfactor_16n_5s)"),
+    "XFMINWCLIMIT": ("approximate", "the minimum walltime of the expansion factor, 2 min by default (Maui: of "
+                     "the job's QOS); not yet compared with Maui"),
+    "ENABLENEGJOBPRIORITY": ("exact", "negprio_16n_5s"),
+    "REJECTNEGPRIOJOBS": ("exact", "a job of negative priority waits (rejectneg_16n_5s); one whose priority can "
+                          "never rise is rejected when nothing else is left (Maui keeps it idle)"),
     "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 in test_real_maui; one value (soft = hard)"),
     "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s; one value (soft = hard)"),
-    "GROUPCFG/ACCOUNTCFG MAXJOB, MAXPROC": ("approximate", "the USERCFG rules; not yet compared with Maui"),
+    "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s"),
+    "ACCOUNTCFG MAXJOB, MAXPROC": ("approximate", "the USERCFG rules; without an account field batfeed takes "
+                                   "the group as account; not yet compared with Maui"),
     "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
                                             "job's node request"),
     "CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": (
@@ -73,7 +77,8 @@ STATUS: dict[str, tuple[str, str]] = {
         "compared with Maui"),
     "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
     "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
-    "USERCFG/GROUPCFG/ACCOUNTCFG/CLASSCFG PRIORITY": ("approximate", "see the *WEIGHT keywords"),
+    "USERCFG/GROUPCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
+    "ACCOUNTCFG/CLASSCFG PRIORITY": ("approximate", "see ACCOUNTWEIGHT, CLASSWEIGHT"),
 }
 
 
@@ -92,21 +97,14 @@ def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
     def any_of(*names: str) -> bool:
         return any(n in used for n in names)
 
-    creds = ("USERCFG", "GROUPCFG", "ACCOUNTCFG", "CLASSCFG")
-    targets = [getattr(cfg, k)[n].fstarget for k in ("users", "groups") for n in getattr(cfg, k)]
     rules = [
-        ("RESERVATIONPOLICY NEVER", cfg.reservationpolicy == "NEVER"),
-        ("BACKFILLPOLICY NONE", cfg.backfillpolicy == "NONE"),
-        ("BACKFILLMETRIC PROCSECONDS/SECONDS", cfg.backfillpolicy == "BESTFIT" and cfg.backfillmetric != "PROCS"),
         ("FSPOLICY UTILIZEDPS", any_of("FSPOLICY UTILIZEDPS")),
         ("FSACCOUNTWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsaccountweight) and any_of("ACCOUNTCFG FSTARGET")),
         ("FSCLASSWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsclassweight) and any_of("CLASSCFG FSTARGET")),
-        ("USERCFG FSTARGET", cfg.fspolicy != "NONE" and any(t is not None and t.mode for t in targets)),
-        ("CREDWEIGHT", bool(cfg.credweight) and any_of(*(f"{c} PRIORITY" for c in creds))),
-        ("XFACTORWEIGHT", bool(cfg.xfactorweight)),
-        ("ENABLENEGJOBPRIORITY", cfg.enablenegjobpriority),
-        ("GROUPCFG/ACCOUNTCFG MAXJOB, MAXPROC", any_of("GROUPCFG MAXJOB", "GROUPCFG MAXPROC", "ACCOUNTCFG MAXJOB",
-                                                        "ACCOUNTCFG MAXPROC")),
+        ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
+        ("ACCOUNTWEIGHT", bool(cfg.credweight * cfg.accountweight) and any_of("ACCOUNTCFG PRIORITY")),
+        ("CLASSWEIGHT", bool(cfg.credweight * cfg.classweight) and any_of("CLASSCFG PRIORITY")),
+        ("ACCOUNTCFG MAXJOB, MAXPROC", any_of("ACCOUNTCFG MAXJOB", "ACCOUNTCFG MAXPROC")),
         ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
         ("CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
          any_of(*(f"CLASSCFG {a}" for a in ("MAXJOB", "MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",

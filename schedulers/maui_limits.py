@@ -17,6 +17,9 @@ priority under Maui's default weights:
   SystemQueueTime (``UseSystemQueueTime`` defaults to ptOFF, whose value is TRUE).  A running job
   keeps the value of its last iteration in the queue.
 
+A job of negative priority under REJECTNEGPRIOJOBS is skipped by the walk before any limit, so its
+EffQueueDuration is not set either (its SystemQueueTime is reset only under JOBPRIOACCRUALPOLICY FULLPOLICY).
+
 The priority order of the walk is MQueue.c ``MQueuePrioritizeJobs``'s: StartPriority high to low, ties
 in job-table (submission) order.  Used with the node mechanics in interval mode; exact with ``poll``
 (Maui iterates at every poll).
@@ -77,11 +80,12 @@ class CredLimits:
 
     @staticmethod
     def make(s: MauiCore) -> CredLimits | None:
-        """The tracker, when USERCFG/GROUPCFG/ACCOUNTCFG set MAXJOB or MAXPROC (node mechanics, interval
-        mode); None otherwise (queue time then runs from submission)."""
+        """The tracker, when USERCFG/GROUPCFG/ACCOUNTCFG set MAXJOB or MAXPROC or REJECTNEGPRIOJOBS is on
+        (node mechanics, interval mode); None otherwise (queue time then runs from submission)."""
         cfg = s.cfg
         cl = any(c.maxjob is not None or c.maxnode is not None
                  for kind in ("users", "groups", "accounts") for c in getattr(cfg, kind).values())
+        cl = cl or cfg.rejectnegpriojobs
         return CredLimits(s) if cl and not s.counts and s.interval is not None else None
 
     def wait(self, e: Entry, now: float) -> float:
@@ -119,6 +123,8 @@ class CredLimits:
                     u[1] += 1
                 continue
             info = s.info[e.id]
+            if s.cfg.rejectnegpriojobs and -e.kp[0] < 0:
+                continue         # REJECTNEGPRIOJOBS: not selected, so its EffQueueDuration stays as it was
             if info.cred_limits and over(info, e.q, use):
                 self.sqt[e.id] = now
             elif not info.cred_limits or not over(info, e.q, s.use_cred):

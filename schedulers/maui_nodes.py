@@ -73,10 +73,15 @@ class Plan:
                 out = union(out, ivs) if out else ivs
         return out
 
-    def reserve(self, t: float, p: float, ivs: Intervals) -> None:
+    def reserve(self, t: float, p: float, ivs: Intervals) -> tuple[float, float, Intervals]:
         r = (t, t + p, ivs)
         self.res.append(r)
         self.blocks.append(r)
+        return r
+
+    def unreserve(self, r: tuple[float, float, Intervals]) -> None:
+        self.res.remove(r)
+        self.blocks.remove(r)
 
     # ---------------------------------------------------------------- decisions
     def fit_now(self, q: int, p: float, now: float, allowed: Intervals | None) -> Intervals | None:
@@ -231,14 +236,42 @@ def highest(ivs: Intervals, n: int) -> Intervals:
 
 # -------------------------------------------------------------------- the iteration
 def iterate(s: Maui, now: float) -> bool:
-    """One Maui iteration on nodes (module docstring); True if a job started."""
+    """One Maui iteration on nodes (module docstring); True if a job started.
+
+    MSched.c ``MSchedProcessJobs`` runs the priority pass (MQueue.c ``MQueueScheduleIJobs``) twice, and in
+    between ``MQueueSelectJobs`` (MPolicy.c ``MQueueCheckSingleJob``) drops the jobs that the first pass's
+    starts put over a limit, destroying their reservations; the second pass skips the jobs started or
+    still reserved (counting the latter towards RESERVATIONDEPTH) and takes the others again.  Without
+    such a job it changes nothing, so it runs only then."""
     cfg, wq, plan = s.cfg, s.wq, s.plan
     plan.begin(s, now)
-    depth = cfg.depth
+    # MJob.c MJobPReserve makes no priority reservation under BACKFILLPOLICY NONE (as under RESERVATIONPOLICY
+    # NEVER): the first job that cannot start ends the pass (MQueue.c MQueueScheduleIJobs, IdleJobFound)
+    depth = 0 if cfg.backfillpolicy == "NONE" else cfg.depth
     started: list[Entry] = []
-    reserved: set[str] = set()
+    reserved: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}
+    _pass(s, now, depth, started, reserved)
+    over = [jid for jid, (e, _) in reserved.items() if s._held(e, s.info[jid])]
+    if over:
+        for jid in over:
+            plan.unreserve(reserved.pop(jid)[1])
+        _pass(s, now, depth, started, reserved)
+    for e in started:
+        wq.remove(e)
+    if cfg.backfillpolicy != "NONE" and s.free.count:
+        _backfill(s, set(reserved), now)
+    return bool(started)
+
+
+def _pass(s: Maui, now: float, depth: int, started: list[Entry],
+          reserved: dict[str, tuple[Entry, tuple[float, float, Intervals]]]) -> None:
+    """MQueue.c ``MQueueScheduleIJobs`` over the waiting jobs not yet ``started`` nor ``reserved``."""
+    plan = s.plan
+    done = {e.id for e in started}
     idle_found = False
-    for e in wq.main:
+    for e in s.wq.main:
+        if e.id in done or e.id in reserved:
+            continue
         info = s.info[e.id]
         if idle_found and len(plan.res) >= depth:
             break                       # nothing below can start or be reserved any more
@@ -259,15 +292,9 @@ def iterate(s: Maui, now: float) -> bool:
                     _start(s, e, ivs, now)
                     started.append(e)
                     continue
-                plan.reserve(t, e.p, ivs)
-                reserved.add(e.id)
+                reserved[e.id] = (e, plan.reserve(t, e.p, ivs))
                 continue
         idle_found = True
-    for e in started:
-        wq.remove(e)
-    if cfg.backfillpolicy != "NONE" and s.free.count:
-        _backfill(s, reserved, now)
-    return bool(started)
 
 
 def _start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:

@@ -127,13 +127,18 @@ def test_negative_priorities(tmp_path, caplog):
     neg = base + "ENABLENEGJOBPRIORITY TRUE\nREJECTNEGPRIOJOBS FALSE\n"
     got = schedule(tmp_path / "neg", NEG_JOBS, Maui({"config": cfg_file(tmp_path, neg, "b.cfg")}))
     assert (got["2"][0], got["3"][0]) == (110, 100)
-    # REJECTNEGPRIOJOBS TRUE (Maui's default): 2 never starts; its priority cannot rise (no queue-time
-    # weight) and nothing else is left at 110, so it is rejected then.
-    rej = base + "ENABLENEGJOBPRIORITY TRUE\n"
+    # REJECTNEGPRIOJOBS TRUE (MPolicy.c MQueueSelectAllJobs skips a job of negative priority): 2 never
+    # starts; its priority cannot rise (no queue-time weight) and nothing else is left at 110, so batfeed
+    # rejects it then (Maui would keep it idle).  Without ENABLENEGJOBPRIORITY as well, priorities are
+    # not clipped at 1 either (MJobGetStartPriority clips only when both are FALSE): the same.
+    rej = base + "ENABLENEGJOBPRIORITY TRUE\nREJECTNEGPRIOJOBS TRUE\n"
     sched = Maui({"config": cfg_file(tmp_path, rej, "c.cfg")})
     rows, _ = simulate(tmp_path / "rej", NEG_JOBS, sched)
     assert rows["2"][3] == "REJECTED" and rows["3"][:2] == (100, 110)
     assert "negative priority" in sched.rejected["w0!2"]
+    alone = Maui({"config": cfg_file(tmp_path, base + "REJECTNEGPRIOJOBS TRUE\n", "d.cfg")})
+    rows, _ = simulate(tmp_path / "alone", NEG_JOBS, alone)
+    assert rows["2"][3] == "REJECTED" and rows["3"][:2] == (100, 110)
 
 
 # ------------------------------------------------------------------------------ fairshare
@@ -405,17 +410,19 @@ def test_poll_skips_iterations_that_cannot_change_anything(tmp_path):
     # Default config (order fixed while nothing happens): iterations at 10, 20 (2's and 3's first
     # pass, ranked without the one-poll lag of their queue time), 30 (starts nothing), 310 and 320;
     # the 27 grid points between find the same state and are skipped.
-    # XFACTORWEIGHT 1 (the order may change with time): an iteration at each of the 30 points + 2.
+    # XFACTORWEIGHT 1 (the order may change with time; XFMINWCLIMIT 0: the expansion factor is
+    # (wait + p̃) / p̃ for 2's 10 s too, which keeps 2 ahead of 3): an iteration at each of the 30 points + 2.
     jobs = [(1, 0, 3, 300, 300), (2, 11, 4, 10, 10), (3, 12, 1, 1000, 1000)]
     expected = {"1": (10, 310, "0-2"), "2": (310, 320, "0-3"), "3": (320, 1320, "0")}
     static = fa({"interval": 10, "poll": True})
     assert schedule(tmp_path / "s", jobs, static) == expected
     assert static.iterations == 5
-    dynamic = fa({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n")})
+    dynamic = fa({"interval": 10, "poll": True, "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\nXFMINWCLIMIT 0\n")})
     assert schedule(tmp_path / "d", jobs, dynamic) == expected
     assert dynamic.iterations == 32
     # an iteration in which no waiting job fits the idle machines is not run at all (nothing could
     # start, in the priority pass or a backfill window): without 3, only 10 and 310 iterate
     assert schedule(tmp_path / "n", jobs[:2], d2 := fa({"interval": 10, "poll": True,
-                    "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\n", "x.cfg")}))["2"] == (310, 320, "0-3")
+                    "config": cfg_file(tmp_path, "XFACTORWEIGHT 1\nXFMINWCLIMIT 0\n", "x.cfg")}))["2"] == (
+                        310, 320, "0-3")
     assert d2.iterations == 2

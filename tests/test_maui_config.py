@@ -28,7 +28,7 @@ def test_maui_defaults():
     assert (c.backfillpolicy, c.backfilldepth, c.reservationdepth, c.reservationpolicy) == (
         "FIRSTFIT", 0, 1, "CURRENTHIGHEST")
     assert (c.fspolicy, c.fsinterval, c.fsdepth, c.fsdecay) == ("NONE", 43200, 8, 1.0)
-    assert (c.enablenegjobpriority, c.rejectnegpriojobs, c.rmpollinterval) == (False, True, None)
+    assert (c.enablenegjobpriority, c.rejectnegpriojobs, c.rmpollinterval) == (False, False, None)
     assert load_config(None) == MauiConfig()
 
 
@@ -75,19 +75,26 @@ def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
     assert s.cfg.fsweight == 2 and s.cfg.classes["q"].priority == 2
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == [f"{path}: ignored (not supported by batfeed's Maui): SERVERHOST (line 1), "
-                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)",
-                        f"{path}: approximated (batfeed schedulers says how): CREDWEIGHT"]
+                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)"]
 
 
-def test_approximate_keywords_in_effect_are_named():
-    # maui_keywords.STATUS: only what is approximate *and* in effect (CREDWEIGHT 1 with a PRIORITY,
-    # BESTFIT's PROCSECONDS metric, CLASSCFG limits); exact ones (MAXJOB of USERCFG, FS*) are not
-    c = parse_config("CLASSCFG[q] PRIORITY=5 MAXJOB=2\nBACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\n"
-                     "USERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\nFSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
-    assert c.approximate == ["BACKFILLMETRIC PROCSECONDS/SECONDS", "CREDWEIGHT",
+def test_approximate_keywords_in_effect_are_named(tmp_path, caplog):
+    # maui_keywords.STATUS: only what is approximate *and* in effect (ACCOUNTWEIGHT with an account's
+    # PRIORITY, CLASSCFG limits, XFMINWCLIMIT); exact ones (USERCFG MAXJOB, FS*, BESTFIT's metric) are not
+    text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3\nCLASSCFG[q] PRIORITY=5 MAXJOB=2\nXFMINWCLIMIT 60\n"
+            "BACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\nUSERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\n"
+            "FSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
+    c = parse_config(text)
+    assert c.approximate == ["XFMINWCLIMIT", "ACCOUNTWEIGHT",
                              "CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER"]
-    assert parse_config("BACKFILLMETRIC PROCSECONDS\nFSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
-    assert parse_config("").approximate == []
+    assert parse_config("FSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
+    assert parse_config("").approximate == [] and c.warnings == []
+    path = tmp_path / "a.cfg"       # one warning names them
+    path.write_text(text)
+    with caplog.at_level(logging.WARNING, logger="batfeed.schedulers"):
+        Maui({"config": str(path)})
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{path}: approximated (batfeed schedulers says how): " + "; ".join(c.approximate)]
 
 
 def test_every_keyword_status_is_in_the_docs():

@@ -59,3 +59,19 @@ def test_a_job_submitted_right_at_a_poll_ranks_by_its_whole_wait(tmp_path):
     s.info = {j.id: s._job_info(j) for j in jobs}
     got = [s.priority(s.wq.push(j, j.submit_time), 120) for j in jobs]
     assert got == [30, 60, 59]
+
+
+def test_expansion_factor_uses_the_minimum_walltime(tmp_path):
+    # MPriority.c MJobGetStartPriority: XFactor = (queue time + walltime) / max(XFMINWCLIMIT, walltime),
+    # XFMINWCLIMIT 120 s by default.  Walltime 60 s, 120 s of queue time (event-driven, no lag):
+    # 60 * (120 + 60) / 120 + 2 min = 92; the counts model's 1 + 120/60 gives 60 * 3 + 2 = 182.
+    text = "XFACTORWEIGHT 60\n"
+    for mechanics, want in (("nodes", 92), ("counts", 182)):
+        s = Maui({"config": cfg_file(tmp_path, text), "mechanics": mechanics})
+        job = Job("w0!1", 0, 60, 1, "d", {})
+        s.info = {job.id: s._job_info(job)}
+        assert s.priority(s.wq.push(job, 0), 120) == want, mechanics
+    s = Maui({"config": cfg_file(tmp_path, text + "XFMINWCLIMIT 0:30\n", "b.cfg")})
+    job = Job("w0!1", 0, 60, 1, "d", {})
+    s.info = {job.id: s._job_info(job)}
+    assert s.priority(s.wq.push(job, 0), 120) == 60 * 3 + 2

@@ -50,3 +50,18 @@ def test_the_limit_walk_counts_only_running_jobs_ranked_first(tmp_path):
     got = schedule(tmp_path / "lim", jobs, _maui(tmp_path, "USERCFG[DEFAULT] MAXJOB=1\n"))
     assert got == {"X": (60, 2060, "2-3"), "A1": (600, 1190, "0"), "A2": (2100, 2200, "1-3"),
                    "C": (2220, 2320, "1-3")}
+
+
+def test_a_start_that_puts_a_reserved_job_over_its_limit_frees_its_reservation(tmp_path):
+    # GROUPCFG[DEFAULT] MAXJOB=1, jobs in group order X (gx, 2 machines, 1000 s), A2 (ga, 3 machines),
+    # A3 (ga, 1 machine, 500 s), B (gb, 1 machine, 1500 s of 2000), submitted at 0, 1, 2, 3.  First priority
+    # pass at 60: X starts on 2-3; A2 cannot start and is reserved at 1060 on 1-3; A3 starts on node 0 (the
+    # one free the longest, LASTAVAILABLE), putting ga at its limit; B does not fit node 1 before A2's
+    # reservation.  MQueueSelectJobs then drops A2 (over the limit) and its reservation, and the second
+    # pass starts B on node 1 at 60.  A2 starts when three nodes are free: X ends at 1060 (poll 1080).
+    jobs = [("X", 0, 2, 1000, 1000, {"user": "x", "group": "gx"}),
+            ("A2", 1, 3, 100, 100, {"user": "a", "group": "ga"}),
+            ("A3", 2, 1, 500, 500, {"user": "a", "group": "ga"}),
+            ("B", 3, 1, 1500, 2000, {"user": "b", "group": "gb"})]
+    got = schedule(tmp_path / "lim", jobs, _maui(tmp_path, "GROUPCFG[DEFAULT] MAXJOB=1\n"))
+    assert got == {"X": (60, 1060, "2-3"), "A3": (60, 560, "0"), "B": (60, 1560, "1"), "A2": (1080, 1180, "0 2-3")}

@@ -47,16 +47,17 @@ def test_two_windows_a_short_job_takes_idle_nodes_before_a_longer_higher_priorit
     assert old["L"] == (3, 503, "2") and old["S"][0] == 110
 
 
-@pytest.mark.parametrize("mechanics, start3", [("nodes", 2), ("counts", 110)])
-def test_priority_pass_goes_on_after_a_reservation(tmp_path, mechanics, start3):
-    # 1 [0,100) on 0-1; 2 (4 machines) is reserved at 100.  3 (1 machine, 50 s) ends before that
-    # reservation: Maui's priority pass (MQueueScheduleIJobs) keeps going after a reservation and
-    # starts it at 2, even with BACKFILLPOLICY NONE.  The counts model stopped at the first job
-    # that could not start and left 3 to the (disabled) backfill: 110.
+@pytest.mark.parametrize("mechanics", ["nodes", "counts"])
+def test_backfillpolicy_none_makes_no_priority_reservation(tmp_path, mechanics):
+    # 1 [0,100) on 0-1; 2 (4 machines) cannot start at 1.  Under BACKFILLPOLICY NONE MJob.c MJobPReserve
+    # makes no reservation (as under RESERVATIONPOLICY NEVER), so 2 ends the priority pass (MQueue.c
+    # MQueueScheduleIJobs, IdleJobFound) and 3 (1 machine, 50 s, arriving at 2) is not started by it;
+    # with no backfill it runs after 2, at 110.  (With a reservation for 2, Maui's pass would go on and
+    # start 3 at 2: it ends before 100.)  The counts model also gives 110.
     jobs = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 2, 1, 50, 50)]
     sched = Maui({"config": cfg_file(tmp_path, "BACKFILLPOLICY NONE\n"), "mechanics": mechanics})
     got = schedule(tmp_path / "r", jobs, sched)
-    assert got["3"][0] == start3 and got["2"] == (100, 110, "0-3")
+    assert got["3"][0] == 110 and got["2"] == (100, 110, "0-3")
 
 
 def test_the_pass_stops_at_the_first_job_neither_started_nor_reserved(tmp_path):
