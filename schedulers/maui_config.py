@@ -50,7 +50,7 @@ whole-node platform such as Salomon, processors for an SWF trace converted per p
 machine ids and ranges ``0-575,1006``, or host names, separated by commas or spaces).
 ``USERCFG``/``GROUPCFG``/``ACCOUNTCFG`` limits: ``MAXJOB`` and ``MAXNODE`` (``MAXPROC``) running at
 once under that credential, all classes together (``USERCFG[DEFAULT] MAXPROC=60``: every user at
-most 60 machines; Maui's hard limit, one value).
+most 60 machines); ``MAXJOB=4,6``: soft limit 4 (the priority pass), hard limit 6 (the backfill).
 
 Unknown keywords and unknown attributes are collected in :attr:`MauiConfig.warnings` (the
 scheduler logs them in one warning), the approximate ones in effect (maui_keywords.py, ``batfeed
@@ -106,6 +106,9 @@ class Cred:
     maxnodeperjob: int | None = None
     maxwclimit: float | None = None
     hostlist: list[str] | None = None
+    # USERCFG/GROUPCFG/ACCOUNTCFG ``MAXJOB=soft,hard``: the hard limits (None: the soft one)
+    maxjob_hard: int | None = None
+    maxnode_hard: int | None = None
 
 
 SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
@@ -161,9 +164,9 @@ CRED_ATTRS: dict[str, tuple[str, str]] = {
     "FSTARGET": ("fstarget", "target"),
 }
 LIMIT_ATTRS: dict[str, tuple[str, str]] = {       # USERCFG/GROUPCFG/ACCOUNTCFG: that credential's total
-    "MAXJOB": ("maxjob", "int"),
-    "MAXNODE": ("maxnode", "int"),
-    "MAXPROC": ("maxnode", "int"),
+    "MAXJOB": ("maxjob", "limit"),
+    "MAXNODE": ("maxnode", "limit"),
+    "MAXPROC": ("maxnode", "limit"),
 }
 CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "MAXJOB": ("maxjob", "int"),
@@ -269,6 +272,14 @@ def _value(kind: str, text: str) -> Any:
         if kind == "posint" and v < 1:
             raise ValueError(f"must be >= 1: {text!r}")
         return v
+    if kind == "limit":     # SOFT[,HARD] (MCred.c __MCredParseLimit: one value sets both)
+        m = re.fullmatch(r"[+]?(\d+)(?:,[+]?(\d+))?", text)
+        if not m:
+            raise ValueError(f"not a limit (N or SOFT,HARD): {text!r}")
+        soft, hard = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hard < soft:
+            raise ValueError(f"hard limit {hard} below soft limit {soft}")
+        return soft, hard
     if kind == "bool":
         up = text.upper()
         if up in TRUE:
@@ -331,7 +342,11 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                     unknown.append(f"{name}[{index}] {key} (line {lineno})")
                     continue
                 try:
-                    setattr(entry, spec[0], _value(spec[1], val))
+                    v = _value(spec[1], val)
+                    if spec[1] == "limit":
+                        v, hard = v
+                        setattr(entry, spec[0] + "_hard", hard)
+                    setattr(entry, spec[0], v)
                 except ValueError as err:
                     raise MauiConfigError(f"{name}[{index}] {key}: {err}", source, lineno) from None
                 used.add(f"{name} {akey}")

@@ -378,13 +378,14 @@ class MauiCore(BackfillScheduler):
                                    "could raise it")
             self.flush()
 
-    def _held(self, e: Entry, info: JobInfo) -> bool:
-        """Blocked now by a credential or class limit, or by a negative priority (REJECTNEGPRIOJOBS)."""
+    def _held(self, e: Entry, info: JobInfo, hard: bool = False) -> bool:
+        """Blocked now by a credential (its soft limit; ``hard``: the backfill's hard limit) or class limit,
+        or by a negative priority (REJECTNEGPRIOJOBS)."""
         cfg = self.cfg
         if cfg.rejectnegpriojobs and -e.kp[0] < 0:   # MPolicy.c MQueueSelectAllJobs
             self._neg_held[e.id] = e
             return True
-        if info.cred_limits and over(info, e.q, self.use_cred):
+        if info.cred_limits and over(info, e.q, self.use_cred, hard):
             return True
         c = info.limits
         if c is None:

@@ -65,8 +65,9 @@ STATUS: dict[str, tuple[str, str]] = {
     "ENABLENEGJOBPRIORITY": ("exact", "negprio_16n_5s"),
     "REJECTNEGPRIOJOBS": ("exact", "a job of negative priority waits (rejectneg_16n_5s); one whose priority can "
                           "never rise is rejected when nothing else is left (Maui keeps it idle)"),
-    "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 in test_real_maui; one value (soft = hard)"),
-    "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s; one value (soft = hard)"),
+    "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 in test_real_maui; SOFT,HARD: softhard_maxjob_16n_5s"),
+    "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s, softhard_maxproc_16n_5s; a job above the hard limit is "
+                        "rejected at submission (Maui keeps it idle)"),
     "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s"),
     "ACCOUNTCFG MAXJOB, MAXPROC": ("approximate", "the USERCFG rules; without an account field batfeed takes "
                                    "the group as account; not yet compared with Maui"),

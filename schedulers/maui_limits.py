@@ -6,6 +6,11 @@ USERCFG/GROUPCFG/ACCOUNTCFG ``MAXJOB``/``MAXPROC`` (``MAXJOB=4``: soft = hard = 
 keeping a job from starting (``MauiCore._held``), a limit changes the job's queue time, which is its
 priority under Maui's default weights:
 
+Soft and hard limits (``MAXJOB=4,6``): the priority pass holds a job over its soft limit (MQueue.c
+``MQueueScheduleIJobs``, ``MQueueSelectAllJobs`` at the soft level), the backfill over its hard limit
+(MSched.c ``MSchedProcessJobs`` backfills at the hard level, MBF.c ``MBFFirstFit``); the walk below uses
+the hard ones.
+
 - **SystemQueueTime resets** (MPolicy.c ``MQueueSelectAllJobs``, hard policy level, the default
   JOBPRIOACCRUALPOLICY QUEUEPOLICY): at the start of every iteration the jobs - idle *and running* - are
   walked in priority order while the running jobs' usage is added up, so an idle job is checked
@@ -37,12 +42,14 @@ if TYPE_CHECKING:
     from batsim.batsim import Job
 
 
-def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]]) -> bool:
-    """A job of ``q`` machines exceeds one of its credentials' MAXJOB/MAXPROC given ``use`` (machines,
-    jobs per credential) (MPolicy.c ``MPolicyCheckLimit``: usage + the job's > limit)."""
+def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]], hard: bool = False) -> bool:
+    """A job of ``q`` machines exceeds one of its credentials' soft (``hard``: hard) MAXJOB/MAXPROC given
+    ``use`` (machines, jobs per credential) (MPolicy.c ``MPolicyCheckLimit``: usage + the job's > limit)."""
     for key, lim in info.cred_limits:
         u = use.get(key, (0, 0))
-        if (lim.maxnode is not None and u[0] + q > lim.maxnode) or (lim.maxjob is not None and u[1] + 1 > lim.maxjob):
+        mn = lim.maxnode_hard if hard and lim.maxnode_hard is not None else lim.maxnode
+        mj = lim.maxjob_hard if hard and lim.maxjob_hard is not None else lim.maxjob
+        if (mn is not None and u[0] + q > mn) or (mj is not None and u[1] + 1 > mj):
             return True
     return False
 
@@ -63,8 +70,9 @@ def never(job: Job, info: JobInfo, nb_machines: int) -> str | None:
     if info.nodes is not None and q > count(info.nodes):
         return f"requests {q} machines, class {info.cls} has {count(info.nodes)} (HOSTLIST)"
     for (kind, name), cl in info.cred_limits:
-        if cl.maxnode is not None and q > cl.maxnode:
-            return f"requests {q} machines, more than MAXPROC {cl.maxnode} of {kind} {name}"
+        lim = cl.maxnode_hard if cl.maxnode_hard is not None else cl.maxnode
+        if lim is not None and q > lim:     # (Maui would keep it idle for ever)
+            return f"requests {q} machines, more than MAXPROC {lim} of {kind} {name}"
     return None
 
 
@@ -125,9 +133,9 @@ class CredLimits:
             info = s.info[e.id]
             if s.cfg.rejectnegpriojobs and -e.kp[0] < 0:
                 continue         # REJECTNEGPRIOJOBS: not selected, so its EffQueueDuration stays as it was
-            if info.cred_limits and over(info, e.q, use):
+            if info.cred_limits and over(info, e.q, use, hard=True):
                 self.sqt[e.id] = now
-            elif not info.cred_limits or not over(info, e.q, s.use_cred):
+            elif not info.cred_limits or not over(info, e.q, s.use_cred, hard=True):
                 eff[e.id] = now - self.sqt.get(e.id, e.r)
         self.next = eff
 

@@ -319,7 +319,7 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> bool:
         size = count(win)
         sel = []
         for e in cands:
-            if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id]):
+            if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id], hard=True):
                 sel.append(e)
                 if limit and len(sel) >= limit:
                     break
@@ -334,7 +334,7 @@ def _backfill(s: Maui, reserved: set[str], now: float) -> bool:
                 best, best_v, best_ivs = None, 0.0, None
                 for e in pool:
                     v = cfg.bf_value(e.q, e.p)
-                    if v > best_v and not s._held(e, s.info[e.id]) and (ivs := _fits(s, e, win, now)) is not None:
+                    if v > best_v and not s._held(e, s.info[e.id], True) and (ivs := _fits(s, e, win, now)) is not None:
                         best, best_v, best_ivs = e, v, ivs
                 if best is None:
                     break
@@ -367,7 +367,7 @@ def _fits(s: Maui, e: Entry, win: Intervals, now: float) -> Intervals | None:
 
 
 def _try(s: Maui, e: Entry, win: Intervals, now: float) -> bool:
-    if s._held(e, s.info[e.id]):
+    if s._held(e, s.info[e.id], hard=True):     # the backfill checks the hard limits (MBF.c MBFFirstFit)
         return False
     ivs = _fits(s, e, win, now)
     if ivs is None:

@@ -116,7 +116,7 @@ def test_every_keyword_status_is_in_the_docs():
     ("CLASSCFG[q] PRIORITY", "m.cfg:1: CLASSCFG[q]: expected ATTR=VALUE, got 'PRIORITY'"),
     ("CLASSCFG PRIORITY=3", "m.cfg:1: CLASSCFG needs an index"),
     ("CLASSCFG[q] MAXNODE=many", "m.cfg:1: CLASSCFG[q] MAXNODE: not a non-negative integer"),
-    ("USERCFG[DEFAULT] MAXPROC=60,240", "m.cfg:1: USERCFG[DEFAULT] MAXPROC: not a non-negative integer"),
+    ("USERCFG[DEFAULT] MAXPROC=60,x", "m.cfg:1: USERCFG[DEFAULT] MAXPROC: not a limit (N or SOFT,HARD)"),
     ("ACCOUNTCFG[a] FSTARGET=x", "m.cfg:1: ACCOUNTCFG[a] FSTARGET: not a fairshare target"),
     ("ENABLENEGJOBPRIORITY maybe", "m.cfg:1: ENABLENEGJOBPRIORITY: not a boolean"),
     ("FSDEPTH 0", "m.cfg:1: FSDEPTH: must be >= 1"),
@@ -166,3 +166,13 @@ def test_the_hpc2n_example():
     c = load_config(SALOMON.with_name("hpc2n-seth-maui.cfg"))
     assert c.warnings == [] and c.cred("users", "17").maxjob == 60 and c.cred("users", "17").maxnode is None
     assert (c.queuetimeweight, c.backfillpolicy, c.reservationdepth) == (1, "FIRSTFIT", 1)   # Maui's defaults
+
+
+def test_soft_and_hard_limits():
+    # MCred.c __MCredParseLimit: MAXJOB=SOFT[,HARD], one value sets both
+    c = parse_config("USERCFG[DEFAULT] MAXJOB=4,6 MAXPROC=8\n")
+    u = c.users["DEFAULT"]
+    assert (u.maxjob, u.maxjob_hard, u.maxnode, u.maxnode_hard) == (4, 6, 8, 8)
+    with pytest.raises(MauiConfigError, match="hard limit 4 below soft limit 6"):
+        parse_config("USERCFG[u] MAXJOB=6,4\n")
+

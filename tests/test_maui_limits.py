@@ -65,3 +65,15 @@ def test_a_start_that_puts_a_reserved_job_over_its_limit_frees_its_reservation(t
             ("B", 3, 1, 1500, 2000, {"user": "b", "group": "gb"})]
     got = schedule(tmp_path / "lim", jobs, _maui(tmp_path, "GROUPCFG[DEFAULT] MAXJOB=1\n"))
     assert got == {"X": (60, 1060, "2-3"), "A3": (60, 560, "0"), "B": (60, 1560, "1"), "A2": (1080, 1180, "0 2-3")}
+
+
+def test_a_job_over_its_soft_limit_only_backfills(tmp_path):
+    # USERCFG[DEFAULT] MAXJOB=1,2: soft limit 1 for the priority pass (MQueueScheduleIJobs), hard limit 2
+    # for the backfill (MSchedProcessJobs backfills at the hard level).  At 60, A1 starts in the pass; A2
+    # (same user) is over the soft limit there, but the backfill window (3 idle nodes, no reservation)
+    # takes it: both at 60.  With MAXJOB=1 A2 waits for A1's end (1060, poll 1080).
+    jobs = [("A1", 0, 1, 1000, 1000, {"user": "a"}), ("A2", 1, 1, 100, 100, {"user": "a"})]
+    got = schedule(tmp_path / "sh", jobs, _maui(tmp_path, "USERCFG[DEFAULT] MAXJOB=1,2\n"))
+    assert got == {"A1": (60, 1060, "3"), "A2": (60, 160, "2")}
+    one = schedule(tmp_path / "one", jobs, _maui(tmp_path, "USERCFG[DEFAULT] MAXJOB=1\n"))
+    assert one["A2"][:2] == (1080, 1180)

@@ -107,6 +107,8 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # (d) per-credential limits
     Scenario("maxjob4_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXJOB=4",), seed=10, mean_iat=60.0),
     Scenario("maxproc8_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPROC=8",), seed=11, mean_iat=60.0),
+    Scenario("softhard_maxjob_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXJOB=2,4",), seed=31, mean_iat=60.0),
+    Scenario("softhard_maxproc_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPROC=6,10",), seed=32, mean_iat=60.0),
     Scenario("groupmaxjob_16n_5s", 16, 5, ("GROUPCFG[DEFAULT] MAXJOB=5",), seed=27, mean_iat=60.0),
     Scenario("groupmaxproc_16n_5s", 16, 5, ("GROUPCFG[g1] MAXPROC=9", "USERCFG[u2] MAXJOB=2"), seed=28,
              mean_iat=60.0),
