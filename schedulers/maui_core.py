@@ -189,7 +189,7 @@ class MauiCore(BackfillScheduler):
             entry = self._cred(kind, names[kind])
             if entry is None:
                 continue
-            if kind != "classes" and (entry.maxjob is not None or entry.maxnode is not None):
+            if entry.maxjob is not None or entry.maxnode is not None:    # class totals too (MJobCheckLimits)
                 cred_limits.append(((short, names[kind]), entry))
             w = getattr(cfg, f"{short}weight")
             if w and entry.priority:

@@ -57,8 +57,7 @@ STATUS: dict[str, tuple[str, str]] = {
     "USERWEIGHT": ("exact", "× USERCFG PRIORITY (userprio_16n_5s)"),
     "GROUPWEIGHT": ("exact", "× GROUPCFG PRIORITY (groupprio_16n_60s)"),
     "ACCOUNTWEIGHT": ("approximate", "× ACCOUNTCFG PRIORITY; not yet compared with Maui"),
-    "CLASSWEIGHT": ("approximate", "× CLASSCFG PRIORITY (Maui may also take the RM's class priority); not yet "
-                    "compared with Maui"),
+    "CLASSWEIGHT": ("exact", "× CLASSCFG PRIORITY (classprio_16n_5s; class = the job's queue)"),
     "XFACTORWEIGHT": ("exact", "(wait + walltime) / max(walltime, XFMINWCLIMIT) (xfactor_16n_5s)"),
     "XFMINWCLIMIT": ("approximate", "the minimum walltime of the expansion factor, 2 min by default (Maui: of "
                      "the job's QOS); not yet compared with Maui"),
@@ -73,13 +72,14 @@ STATUS: dict[str, tuple[str, str]] = {
                                    "the group as account; not yet compared with Maui"),
     "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
                                             "job's node request"),
-    "CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": (
-        "approximate", "a job over the limit waits; its queue time is not restarted as for USERCFG; not yet "
-        "compared with Maui"),
+    "CLASSCFG MAXJOB": ("exact", "the USERCFG rules for the class's running jobs (classmaxjob_16n_5s)"),
+    "CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": (
+        "approximate", "a job over the limit waits (MAXNODE/MAXPROC with the USERCFG rules, in machines); not "
+        "yet compared with Maui"),
     "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
     "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
-    "USERCFG/GROUPCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
-    "ACCOUNTCFG/CLASSCFG PRIORITY": ("approximate", "see ACCOUNTWEIGHT, CLASSWEIGHT"),
+    "USERCFG/GROUPCFG/CLASSCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s, classprio_16n_5s"),
+    "ACCOUNTCFG PRIORITY": ("approximate", "see ACCOUNTWEIGHT"),
 }
 
 
@@ -104,11 +104,10 @@ def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
         ("FSCLASSWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsclassweight) and any_of("CLASSCFG FSTARGET")),
         ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
         ("ACCOUNTWEIGHT", bool(cfg.credweight * cfg.accountweight) and any_of("ACCOUNTCFG PRIORITY")),
-        ("CLASSWEIGHT", bool(cfg.credweight * cfg.classweight) and any_of("CLASSCFG PRIORITY")),
         ("ACCOUNTCFG MAXJOB, MAXPROC", any_of("ACCOUNTCFG MAXJOB", "ACCOUNTCFG MAXPROC")),
         ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
-        ("CLASSCFG MAXJOB, MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
-         any_of(*(f"CLASSCFG {a}" for a in ("MAXJOB", "MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",
+        ("CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
+         any_of(*(f"CLASSCFG {a}" for a in ("MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",
                                             "MAXPROCPERUSER")))),
         ("CLASSCFG MAXNODEPERJOB, MAXWCLIMIT", any_of("CLASSCFG MAXNODEPERJOB", "CLASSCFG MAXPROCPERJOB",
                                                       "CLASSCFG MAXWCLIMIT", "CLASSCFG MAX.WCLIMIT")),

@@ -92,7 +92,7 @@ class CredLimits:
         (node mechanics, interval mode); None otherwise (queue time then runs from submission)."""
         cfg = s.cfg
         cl = any(c.maxjob is not None or c.maxnode is not None
-                 for kind in ("users", "groups", "accounts") for c in getattr(cfg, kind).values())
+                 for kind in ("users", "groups", "accounts", "classes") for c in getattr(cfg, kind).values())
         cl = cl or cfg.rejectnegpriojobs
         return CredLimits(s) if cl and not s.counts and s.interval is not None else None
 

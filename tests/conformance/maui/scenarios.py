@@ -28,6 +28,7 @@ class Job:
     wclimit: int
     submit: int
     runtime: int
+    cls: str = "batch"      # Maui class (batfeed's ``queue``; only scenarios with ``classes`` set it)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Scenario:
     mean_iat: float = 90.0
     sizes: tuple[int, ...] = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8)
     users: int = 4
+    classes: tuple[str, ...] = ()      # if set, user u<i> submits to classes[i % len(classes)]
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -63,7 +65,8 @@ def jobs(sc: Scenario) -> list[Job]:
         rt = rng.randint(60, 3600)
         wc = -(-int(rt * rng.uniform(1.0, 3.0)) // 60) * 60
         u = rng.randint(1, sc.users)
-        out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt))
+        cls = sc.classes[u % len(sc.classes)] if sc.classes else "batch"
+        out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt, cls))
     return out
 
 
@@ -109,6 +112,9 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("maxproc8_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPROC=8",), seed=11, mean_iat=60.0),
     Scenario("softhard_maxjob_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXJOB=2,4",), seed=31, mean_iat=60.0),
     Scenario("softhard_maxproc_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPROC=6,10",), seed=32, mean_iat=60.0),
+    Scenario("classprio_16n_5s", 16, 5, ("CLASSWEIGHT 1", "CLASSCFG[qa] PRIORITY=60"), seed=33,
+             classes=("qa", "qb")),
+    Scenario("classmaxjob_16n_5s", 16, 5, ("CLASSCFG[qa] MAXJOB=3",), seed=34, mean_iat=60.0, classes=("qa", "qb")),
     Scenario("groupmaxjob_16n_5s", 16, 5, ("GROUPCFG[DEFAULT] MAXJOB=5",), seed=27, mean_iat=60.0),
     Scenario("groupmaxproc_16n_5s", 16, 5, ("GROUPCFG[g1] MAXPROC=9", "USERCFG[u2] MAXJOB=2"), seed=28,
              mean_iat=60.0),

@@ -37,18 +37,18 @@ def node_name(i: int) -> str:
     return f"n{i + 1:03d}"
 
 
-def resource_line(name: str, procs: int = 1) -> str:
+def resource_line(name: str, procs: int = 1, classes: tuple[str, ...] = ("batch",)) -> str:
     """COMPUTENODE line (21 fields): state, event time, name, RM, swap/mem/disk MB, procs, frame, slot,
-    slots used, opsys, arch, features, classes, network, GRES, RES1-3."""
+    slots used, opsys, arch, features, classes (``[c:procs]`` each), network, GRES, RES1-3."""
     f = ["COMPUTENODE", "AVAILABLE", "0", name, "sim", "1024", "1024", "1024", str(procs), "-1", "-1", "1",
-         NONE, NONE, NONE, f"[batch:{procs}]", NONE, NONE, NONE, NONE, NONE]
+         NONE, NONE, NONE, "".join(f"[{c}:{procs}]" for c in classes), NONE, NONE, NONE, NONE, NONE]
     return " ".join(f)
 
 
 def workload_line(j: Job) -> str:
     """Completed-job line (44 fields); start = submit, completion = submit + runtime."""
     end = j.submit + j.runtime
-    f = [j.name, "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed", "[batch:1]",
+    f = [j.name, "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed", f"[{j.cls}:1]",
          str(j.submit), str(j.submit), str(j.submit), str(end), NONE, NONE, NONE, ">=", "0", ">=", "0", NONE,
          str(j.submit), str(j.tasks), "-1", NONE, NONE, NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
          "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
@@ -66,8 +66,9 @@ def write_jobs_home(js: list[Job], nodes: int, poll: int, cfg_text: str, home: P
     log/, spool/, tools/ and maui.cfg (the simulator's lines, then ``cfg_text``)."""
     for d in ("traces", "stats", "log", "spool", "tools"):
         (home / d).mkdir(parents=True, exist_ok=True)
+    classes = tuple(sorted({j.cls for j in js}))
     (home / "traces" / "resource.trace").write_text(
-        "VERSION 230\n" + "".join(resource_line(node_name(i)) + "\n" for i in range(nodes)))
+        "VERSION 230\n" + "".join(resource_line(node_name(i), 1, classes) + "\n" for i in range(nodes)))
     (home / "traces" / "workload.trace").write_text(
         "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in sorted(js, key=lambda j: j.submit)))
     (home / "maui.cfg").write_text(SIM_CFG.format(host=socket.gethostname(), port=port, poll=poll) + cfg_text)
