@@ -10,12 +10,12 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 # Run on both paths of batfeed/kernel.py (compiled, then BATFEED_PURE=1: scripts/test.sh): the
-# conformance kit, the driver-equivalence tests and the hypothesis properties.
+# conformance kits (Batsim's, Maui's), the driver-equivalence tests and the hypothesis properties.
 BOTH_PATHS = frozenset({
     "test_conformance.py", "test_engine_suite_replay.py", "test_engine_energy.py", "test_real_batsim.py",
     "test_engine_protocol.py", "test_engine_latency.py", "test_direct_driver.py", "test_kernel.py",
     "test_backfill_properties.py", "test_conservative_fast.py", "test_fcfs.py", "test_los.py",
-    "test_maui_properties.py", "test_queue_policies.py", "test_tuned_easy.py",
+    "test_maui_properties.py", "test_queue_policies.py", "test_tuned_easy.py", "test_maui_conformance.py",
 })
 
 
