@@ -47,16 +47,17 @@ STATUS: dict[str, tuple[str, str]] = {
     "FSWEIGHT": ("exact", "fairshare_*"),
     "FSUSERWEIGHT": ("exact", "fairshare_*"),
     "FSGROUPWEIGHT": ("exact", "fairshare_roll_*"),
-    "FSACCOUNTWEIGHT": ("approximate", "Maui's account term; not yet compared with Maui"),
+    "FSACCOUNTWEIGHT": ("exact", "fairshare_account_16n_60s; jobs with an account (batfeed gives one without "
+                        "it its project, else its group; Maui: none)"),
     "FSCLASSWEIGHT": ("approximate", "Maui's class term; not yet compared with Maui"),
     "USERCFG FSTARGET": ("exact", "targets (fairshare_*), floors 25+ (fairshare_floor_16n_60s)"),
     "GROUPCFG FSTARGET": ("exact", "targets (fairshare_roll_*), ceilings 30- (fairshare_floor_16n_60s)"),
-    "ACCOUNTCFG FSTARGET": ("approximate", "not yet compared with Maui"),
+    "ACCOUNTCFG FSTARGET": ("exact", "fairshare_account_16n_60s"),
     "CLASSCFG FSTARGET": ("approximate", "not yet compared with Maui"),
     "CREDWEIGHT": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
     "USERWEIGHT": ("exact", "× USERCFG PRIORITY (userprio_16n_5s)"),
     "GROUPWEIGHT": ("exact", "× GROUPCFG PRIORITY (groupprio_16n_60s)"),
-    "ACCOUNTWEIGHT": ("approximate", "× ACCOUNTCFG PRIORITY; not yet compared with Maui"),
+    "ACCOUNTWEIGHT": ("exact", "× ACCOUNTCFG PRIORITY (fairshare_account_16n_60s)"),
     "CLASSWEIGHT": ("exact", "× CLASSCFG PRIORITY (classprio_16n_5s; class = the job's queue)"),
     "XFACTORWEIGHT": ("exact", "(wait + walltime) / max(walltime, XFMINWCLIMIT) (xfactor_16n_5s)"),
     "XFMINWCLIMIT": ("approximate", "the minimum walltime of the expansion factor, 2 min by default (Maui: of "
@@ -68,8 +69,7 @@ STATUS: dict[str, tuple[str, str]] = {
     "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s, softhard_maxproc_16n_5s; a job above the hard limit is "
                         "rejected at submission (Maui keeps it idle)"),
     "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s"),
-    "ACCOUNTCFG MAXJOB, MAXPROC": ("approximate", "the USERCFG rules; without an account field batfeed takes "
-                                   "the group as account; not yet compared with Maui"),
+    "ACCOUNTCFG MAXJOB, MAXPROC": ("exact", "accountmaxjob_16n_5s (MAXJOB)"),
     "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
                                             "job's node request"),
     "CLASSCFG MAXJOB": ("exact", "the USERCFG rules for the class's running jobs (classmaxjob_16n_5s)"),
@@ -79,7 +79,7 @@ STATUS: dict[str, tuple[str, str]] = {
     "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
     "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
     "USERCFG/GROUPCFG/CLASSCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s, classprio_16n_5s"),
-    "ACCOUNTCFG PRIORITY": ("approximate", "see ACCOUNTWEIGHT"),
+    "ACCOUNTCFG PRIORITY": ("exact", "fairshare_account_16n_60s"),
 }
 
 
@@ -100,11 +100,8 @@ def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
 
     rules = [
         ("FSPOLICY UTILIZEDPS", any_of("FSPOLICY UTILIZEDPS")),
-        ("FSACCOUNTWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsaccountweight) and any_of("ACCOUNTCFG FSTARGET")),
         ("FSCLASSWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsclassweight) and any_of("CLASSCFG FSTARGET")),
         ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
-        ("ACCOUNTWEIGHT", bool(cfg.credweight * cfg.accountweight) and any_of("ACCOUNTCFG PRIORITY")),
-        ("ACCOUNTCFG MAXJOB, MAXPROC", any_of("ACCOUNTCFG MAXJOB", "ACCOUNTCFG MAXPROC")),
         ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
         ("CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
          any_of(*(f"CLASSCFG {a}" for a in ("MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",

@@ -79,14 +79,13 @@ def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
 
 
 def test_approximate_keywords_in_effect_are_named(tmp_path, caplog):
-    # maui_keywords.STATUS: only what is approximate *and* in effect (ACCOUNTWEIGHT with an account's
-    # PRIORITY, CLASSCFG MAXNODE, XFMINWCLIMIT); exact ones (USERCFG MAXJOB, FS*, BESTFIT's metric) are not
+    # maui_keywords.STATUS: only what is approximate *and* in effect (CLASSCFG MAXNODE, XFMINWCLIMIT); exact
+    # ones (ACCOUNTWEIGHT, USERCFG MAXJOB, FS*, BESTFIT's metric) are not
     text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3\nCLASSCFG[q] PRIORITY=5 MAXNODE=2\nXFMINWCLIMIT 60\n"
             "BACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\nUSERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\n"
             "FSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
     c = parse_config(text)
-    assert c.approximate == ["XFMINWCLIMIT", "ACCOUNTWEIGHT",
-                             "CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER"]
+    assert c.approximate == ["XFMINWCLIMIT", "CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER"]
     assert parse_config("FSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
     assert parse_config("").approximate == [] and c.warnings == []
     path = tmp_path / "a.cfg"       # one warning names them

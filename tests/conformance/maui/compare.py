@@ -40,7 +40,7 @@ def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str,
         profiles.setdefault(f"d{j.runtime}", {"type": "delay", "delay": j.runtime})
         specs.append({"id": j.name, "subtime": j.submit - T0, "res": j.tasks, "walltime": j.wclimit,
                       "profile": f"d{j.runtime}", "user": j.user, "group": j.group,
-                      **({"queue": j.cls} if sc.classes else {})})
+                      **({"queue": j.cls} if sc.classes else {}), **({"account": j.account} if j.account else {})})
     wl = work / "w.json"
     wl.write_text(json.dumps({"nb_res": sc.nodes, "jobs": specs, "profiles": profiles}))
     cfg = work / "maui.cfg"

@@ -29,6 +29,7 @@ class Job:
     submit: int
     runtime: int
     cls: str = "batch"      # Maui class (batfeed's ``queue``; only scenarios with ``classes`` set it)
+    account: str = ""       # Maui account (scenarios with ``accounts``: p<user % 3>)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Scenario:
     sizes: tuple[int, ...] = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8)
     users: int = 4
     classes: tuple[str, ...] = ()      # if set, user u<i> submits to classes[i % len(classes)]
+    accounts: bool = False             # user u<i> charges account p<i % 3>
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -66,7 +68,8 @@ def jobs(sc: Scenario) -> list[Job]:
         wc = -(-int(rt * rng.uniform(1.0, 3.0)) // 60) * 60
         u = rng.randint(1, sc.users)
         cls = sc.classes[u % len(sc.classes)] if sc.classes else "batch"
-        out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt, cls))
+        out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt, cls,
+                       f"p{u % 3}" if sc.accounts else ""))
     return out
 
 
@@ -115,6 +118,8 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("classprio_16n_5s", 16, 5, ("CLASSWEIGHT 1", "CLASSCFG[qa] PRIORITY=60"), seed=33,
              classes=("qa", "qb")),
     Scenario("classmaxjob_16n_5s", 16, 5, ("CLASSCFG[qa] MAXJOB=3",), seed=34, mean_iat=60.0, classes=("qa", "qb")),
+    Scenario("accountmaxjob_16n_5s", 16, 5, ("ACCOUNTCFG[DEFAULT] MAXJOB=3",), seed=35, mean_iat=60.0,
+             accounts=True),
     Scenario("groupmaxjob_16n_5s", 16, 5, ("GROUPCFG[DEFAULT] MAXJOB=5",), seed=27, mean_iat=60.0),
     Scenario("groupmaxproc_16n_5s", 16, 5, ("GROUPCFG[g1] MAXPROC=9", "USERCFG[u2] MAXJOB=2"), seed=28,
              mean_iat=60.0),
@@ -130,6 +135,10 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("fairshare_floor_16n_60s", 16, 60, FS_ROLL[:7] + ("USERCFG[DEFAULT] FSTARGET=25+",
                                                                  "GROUPCFG[g1] FSTARGET=30-"),
              njobs=300, seed=29, mean_iat=100.0),
+    Scenario("fairshare_account_16n_60s", 16, 60, FS_ROLL[:7] + ("FSACCOUNTWEIGHT 40", "ACCOUNTWEIGHT 1",
+                                                                   "ACCOUNTCFG[DEFAULT] FSTARGET=33",
+                                                                   "ACCOUNTCFG[p1] PRIORITY=30"),
+             njobs=300, seed=36, mean_iat=100.0, accounts=True),
     Scenario("fairshare_utilizedps_16n_60s", 16, 60, ("FSPOLICY UTILIZEDPS",) + FS_ROLL[1:], njobs=300,
              seed=18, mean_iat=100.0),
 )}

@@ -50,7 +50,7 @@ def workload_line(j: Job) -> str:
     end = j.submit + j.runtime
     f = [j.name, "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed", f"[{j.cls}:1]",
          str(j.submit), str(j.submit), str(j.submit), str(end), NONE, NONE, NONE, ">=", "0", ">=", "0", NONE,
-         str(j.submit), str(j.tasks), "-1", NONE, NONE, NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
+         str(j.submit), str(j.tasks), "-1", NONE, NONE, j.account or NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
          "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
     assert len(f) == 44
     return " ".join(f)
