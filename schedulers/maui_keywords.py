@@ -49,11 +49,11 @@ STATUS: dict[str, tuple[str, str]] = {
     "FSGROUPWEIGHT": ("exact", "fairshare_roll_*"),
     "FSACCOUNTWEIGHT": ("exact", "fairshare_account_16n_60s; jobs with an account (batfeed gives one without "
                         "it its project, else its group; Maui: none)"),
-    "FSCLASSWEIGHT": ("approximate", "Maui's class term; not yet compared with Maui"),
+    "FSCLASSWEIGHT": ("exact", "fairshare_class_16n_60s"),
     "USERCFG FSTARGET": ("exact", "targets (fairshare_*), floors 25+ (fairshare_floor_16n_60s)"),
     "GROUPCFG FSTARGET": ("exact", "targets (fairshare_roll_*), ceilings 30- (fairshare_floor_16n_60s)"),
     "ACCOUNTCFG FSTARGET": ("exact", "fairshare_account_16n_60s"),
-    "CLASSCFG FSTARGET": ("approximate", "not yet compared with Maui"),
+    "CLASSCFG FSTARGET": ("exact", "fairshare_class_16n_60s"),
     "CREDWEIGHT": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
     "USERWEIGHT": ("exact", "× USERCFG PRIORITY (userprio_16n_5s)"),
     "GROUPWEIGHT": ("exact", "× GROUPCFG PRIORITY (groupprio_16n_60s)"),
@@ -73,9 +73,10 @@ STATUS: dict[str, tuple[str, str]] = {
     "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
                                             "job's node request"),
     "CLASSCFG MAXJOB": ("exact", "the USERCFG rules for the class's running jobs (classmaxjob_16n_5s)"),
-    "CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": (
-        "approximate", "a job over the limit waits (MAXNODE/MAXPROC with the USERCFG rules, in machines); not "
-        "yet compared with Maui"),
+    "CLASSCFG MAXNODE, MAXPROC": ("approximate", "the USERCFG rules, in machines: classmaxproc_16n_5s starts "
+                                  "every job at Maui's poll, one of them on other nodes (not explained yet)"),
+    "CLASSCFG MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": ("approximate", "a job over the limit waits; not "
+                                                               "yet compared with Maui"),
     "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
     "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
     "USERCFG/GROUPCFG/CLASSCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s, classprio_16n_5s"),
@@ -100,12 +101,11 @@ def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
 
     rules = [
         ("FSPOLICY UTILIZEDPS", any_of("FSPOLICY UTILIZEDPS")),
-        ("FSCLASSWEIGHT", cfg.fspolicy != "NONE" and bool(cfg.fsclassweight) and any_of("CLASSCFG FSTARGET")),
         ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
         ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
-        ("CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
-         any_of(*(f"CLASSCFG {a}" for a in ("MAXNODE", "MAXPROC", "MAXJOBPERUSER", "MAXNODEPERUSER",
-                                            "MAXPROCPERUSER")))),
+        ("CLASSCFG MAXNODE, MAXPROC", any_of("CLASSCFG MAXNODE", "CLASSCFG MAXPROC")),
+        ("CLASSCFG MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
+         any_of("CLASSCFG MAXJOBPERUSER", "CLASSCFG MAXNODEPERUSER", "CLASSCFG MAXPROCPERUSER")),
         ("CLASSCFG MAXNODEPERJOB, MAXWCLIMIT", any_of("CLASSCFG MAXNODEPERJOB", "CLASSCFG MAXPROCPERJOB",
                                                       "CLASSCFG MAXWCLIMIT", "CLASSCFG MAX.WCLIMIT")),
         ("CLASSCFG HOSTLIST", any_of("CLASSCFG HOSTLIST")),

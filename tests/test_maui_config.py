@@ -85,7 +85,7 @@ def test_approximate_keywords_in_effect_are_named(tmp_path, caplog):
             "BACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\nUSERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\n"
             "FSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
     c = parse_config(text)
-    assert c.approximate == ["XFMINWCLIMIT", "CLASSCFG MAXNODE, MAXPROC, MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER"]
+    assert c.approximate == ["XFMINWCLIMIT", "CLASSCFG MAXNODE, MAXPROC"]
     assert parse_config("FSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
     assert parse_config("").approximate == [] and c.warnings == []
     path = tmp_path / "a.cfg"       # one warning names them

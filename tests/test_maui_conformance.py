@@ -17,7 +17,12 @@ from conformance.maui.scenarios import SCENARIOS
 # scenario -> (jobs not at Maui's poll, jobs on other nodes, batfeed's mean wait - Maui's in s): the rules
 # not modelled yet that explain them are named in the comments.  A change of these numbers, better or
 # worse, fails the test: update them (and the report) with the measured values.
-KNOWN_DIFFERENT: dict[str, tuple[int, int, float]] = {}
+KNOWN_DIFFERENT: dict[str, tuple[int, int, float]] = {
+    # every job starts at Maui's poll, but j0083 (4 nodes at 45865, when an 8-node job ends right at that
+    # poll) gets nodes 8-11 where Maui gives 2-5: which nodes LASTAVAILABLE ranks first there (MNode.c
+    # MNodeSelectIdleTasks's availability times) is not explained yet
+    "classmaxproc_16n_5s": (0, 1, 0.0),
+}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))

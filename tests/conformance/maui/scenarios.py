@@ -120,6 +120,7 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("classmaxjob_16n_5s", 16, 5, ("CLASSCFG[qa] MAXJOB=3",), seed=34, mean_iat=60.0, classes=("qa", "qb")),
     Scenario("accountmaxjob_16n_5s", 16, 5, ("ACCOUNTCFG[DEFAULT] MAXJOB=3",), seed=35, mean_iat=60.0,
              accounts=True),
+    Scenario("classmaxproc_16n_5s", 16, 5, ("CLASSCFG[qb] MAXPROC=9",), seed=37, mean_iat=60.0, classes=("qa", "qb")),
     Scenario("groupmaxjob_16n_5s", 16, 5, ("GROUPCFG[DEFAULT] MAXJOB=5",), seed=27, mean_iat=60.0),
     Scenario("groupmaxproc_16n_5s", 16, 5, ("GROUPCFG[g1] MAXPROC=9", "USERCFG[u2] MAXJOB=2"), seed=28,
              mean_iat=60.0),
@@ -139,6 +140,9 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
                                                                    "ACCOUNTCFG[DEFAULT] FSTARGET=33",
                                                                    "ACCOUNTCFG[p1] PRIORITY=30"),
              njobs=300, seed=36, mean_iat=100.0, accounts=True),
+    Scenario("fairshare_class_16n_60s", 16, 60, FS_ROLL[:7] + ("FSCLASSWEIGHT 30", "CLASSCFG[qa] FSTARGET=40",
+                                                                 "CLASSCFG[qb] FSTARGET=60"),
+             njobs=300, seed=38, mean_iat=100.0, classes=("qa", "qb")),
     Scenario("fairshare_utilizedps_16n_60s", 16, 60, ("FSPOLICY UTILIZEDPS",) + FS_ROLL[1:], njobs=300,
              seed=18, mean_iat=100.0),
 )}
