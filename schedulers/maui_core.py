@@ -237,7 +237,7 @@ class MauiCore(BackfillScheduler):
 
     def on_submit(self, job: Job) -> None:
         info = self._job_info(job)
-        why = never(job, info, self.nb_machines)
+        why = never(job, info)
         if why:
             self.reject(job, why)
             return

@@ -2,14 +2,12 @@
 
 USERCFG/GROUPCFG/ACCOUNTCFG ``MAXJOB``/``MAXPROC`` (``MAXJOB=4``: soft = hard = 4, MCred.c
 ``__MCredParseLimit``) are checked by MJob.c ``MJobCheckLimits`` → MPolicy.c ``MPolicyCheckLimit``
-(blocked when usage + the job's > limit; a credential without its own limit takes DEFAULT's).  Besides
-keeping a job from starting (``MauiCore._held``), a limit changes the job's queue time, which is its
-priority under Maui's default weights:
-
-Soft and hard limits (``MAXJOB=4,6``): the priority pass holds a job over its soft limit (MQueue.c
+(blocked when usage + the job's > limit; a credential without its own limit takes DEFAULT's).  Soft and
+hard limits (``MAXJOB=4,6``): the priority pass holds a job over its soft limit (MQueue.c
 ``MQueueScheduleIJobs``, ``MQueueSelectAllJobs`` at the soft level), the backfill over its hard limit
-(MSched.c ``MSchedProcessJobs`` backfills at the hard level, MBF.c ``MBFFirstFit``); the walk below uses
-the hard ones.
+(MSched.c ``MSchedProcessJobs`` backfills at the hard level, MBF.c ``MBFFirstFit``).  Besides keeping a
+job from starting (``MauiCore._held``), a limit changes the job's queue time, which is its priority
+under Maui's default weights (with the hard limits):
 
 - **SystemQueueTime resets** (MPolicy.c ``MQueueSelectAllJobs``, hard policy level, the default
   JOBPRIOACCRUALPOLICY QUEUEPOLICY): at the start of every iteration the jobs - idle *and running* - are
@@ -54,7 +52,7 @@ def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]], hard: boo
     return False
 
 
-def never(job: Job, info: JobInfo, nb_machines: int) -> str | None:
+def never(job: Job, info: JobInfo) -> str | None:
     """Why ``job`` can never run under its class's or credentials' limits (rejected at submission), or None:
     walltime over CLASSCFG MAXWCLIMIT, more machines than MAXNODEPERJOB/MAXNODE/MAXNODEPERUSER of its class,
     than its class's HOSTLIST or than a credential's MAXPROC."""

@@ -33,7 +33,7 @@ iteration costs what its jobs and reservations touch, not the platform's size.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import TYPE_CHECKING
 
@@ -90,8 +90,11 @@ class Plan:
         if q > free.count:
             return None
         blk = self.blocked(now, now + p)
-        if allowed is None and not blk and self.s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE":
-            return lowest(zip(free.starts, free.ends, strict=True), q)   # without listing every free interval
+        if allowed is None and not blk:         # without listing every free interval
+            if self.s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE":
+                return lowest(zip(free.starts, free.ends, strict=True), q)
+            if not self.blocks:                 # no reservation at all: the highest-index idle nodes
+                return highest_of(zip(reversed(free.starts), reversed(free.ends), strict=True), q)
         usable = free.intervals()
         if allowed is not None:
             usable = intersect(usable, allowed)
@@ -224,8 +227,13 @@ class Plan:
 
 def highest(ivs: Intervals, n: int) -> Intervals:
     """The ``n`` highest machines of ``ivs`` (sorted, disjoint; all of them if there are fewer)."""
+    return highest_of(reversed(ivs), n)
+
+
+def highest_of(desc: Iterable[tuple[int, int]], n: int) -> Intervals:
+    """The ``n`` highest machines of intervals given from the highest down (read only as far as needed)."""
     out: Intervals = []
-    for a, b in reversed(ivs):
+    for a, b in desc:
         if n <= 0:
             break
         out.append((max(a, b - n + 1), b))
