@@ -30,7 +30,7 @@ from batfeed.engine import load_simulation
 from batfeed.engine.direct import BatsimFacade, DirectBatsim, DirectDriver, JobFacade, supports_direct
 from batfeed.engine.transport import InProcessTransport
 from batfeed.engine.workload import Job as EngineJob
-from batfeed.errors import BatfeedError
+from batfeed.errors import BatfeedError, ProtocolError
 from batfeed.registry import make_scheduler
 from batfeed.runner import in_process_driver, run_simulation
 
@@ -145,12 +145,20 @@ def kth500(tmp_path_factory) -> tuple[Path, Path, Path, list[dict]]:
 
 
 def _both(tmp: Path, platform: Path, workloads: list[Path], scheduler: str, options: dict, **kw) -> dict:
-    """Run both drivers; assert identical outputs (and the direct one really ran direct)."""
-    results = {}
+    """Run both drivers; assert identical outputs (and the direct one really ran direct).  A decision Batsim
+    aborts on (:class:`ProtocolError`) must abort both drivers alike: then ``{}``."""
+    results, aborts = {}, {}
     for drv in ("direct", "pybatsim"):
-        results[drv] = run_simulation(platform, workloads, scheduler=scheduler, options=options, driver=drv,
-                                      export=tmp / drv, **kw)
+        try:
+            results[drv] = run_simulation(platform, workloads, scheduler=scheduler, options=options, driver=drv,
+                                          export=tmp / drv, **kw)
+        except ProtocolError as err:
+            aborts[drv] = str(err)
+            continue
         assert results[drv].driver == drv
+    if aborts:
+        assert set(aborts) == {"direct", "pybatsim"} and aborts["direct"] == aborts["pybatsim"], aborts
+        return {}
     for suffix in ("_jobs.csv", "_machine_states.csv"):
         a, b = (tmp / f"direct{suffix}").read_bytes(), (tmp / f"pybatsim{suffix}").read_bytes()
         assert a == b, f"{scheduler} {options}: {suffix} differs"
@@ -231,6 +239,26 @@ def test_user_models_on_fcfs_and_maui_equivalence(tmp_path, kth500):
 def test_two_workloads_equivalence(tmp_path, kth500):
     platform, workload, _, _ = kth500
     _both(tmp_path, platform, [workload, workload], "easy", {"policy": "SPF"})
+
+
+def test_a_job_started_at_time_0_on_a_machine_going_down_at_0_aborts_as_in_batsim(tmp_path):
+    """The user layer submits a time-0 job in its reply to SIMULATION_BEGINS, before Batsim has told the
+    scheduler of an outage starting at 0: FCFS starts it on machine 0, which is unavailable by then.  Real
+    Batsim 4.2.1 aborts on it (measured: server.cpp ``server_on_execute_job``, "machine 0 ... cannot compute
+    jobs now ... its state is 'unavailable'"), and so do both drivers, with the same error (hypothesis found
+    the case in test_random_workloads_equivalence)."""
+    from batfeed.platforms.generate import write_homogeneous_platform
+    from test_engine_helpers import write_events, write_workload
+
+    wl = write_workload(tmp_path, [{"id": 1, "subtime": 0, "res": 1, "profile": "d1"}],
+                        {"d1": {"type": "delay", "delay": 1}}, nb_res=8)
+    ev = write_events(tmp_path, [{"timestamp": 0, "type": "machine_unavailable", "resources": "0"},
+                                 {"timestamp": 1, "type": "machine_available", "resources": "0"}])
+    platform = write_homogeneous_platform(tmp_path / "p.xml", 8)
+    assert _both(tmp_path, platform, [wl], "fcfs", {}, events=[ev], users="rigid") == {}
+    with pytest.raises(ProtocolError, match=r"machine 0 \('node_0000'\) is unavailable"):
+        run_simulation(platform, [wl], scheduler="fcfs", events=[ev], users="rigid")
+    assert _both(tmp_path / "static", platform, [wl], "fcfs", {}, events=[ev])["completed_successfully"] == 1   # told
 
 
 # ---------------------------------------------------------------------------------------- hypothesis
