@@ -366,7 +366,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
         used.update((name, f"{name} {values[0].upper()}"))
     if unknown:
         cfg.warnings.append(f"{source}: ignored (not supported by batfeed's Maui): " + ", ".join(unknown))
-    cfg.approximate = approximations(used, cfg)
+    cfg.approximate = approximations(used)
     return cfg
 
 

@@ -11,10 +11,6 @@ config logs the approximate ones it uses (:func:`approximations`).
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from batfeed.schedulers.maui_config import MauiConfig
 
 # keyword (or "KEYWORD value", or "XCFG ATTR") -> (status, how)
 STATUS: dict[str, tuple[str, str]] = {
@@ -93,7 +89,7 @@ def listing() -> list[str]:
     return out
 
 
-def approximations(used: set[str], cfg: MauiConfig) -> list[str]:
+def approximations(used: set[str]) -> list[str]:
     """The approximate :data:`STATUS` entries a config relies on: ``used`` holds the parser's ``KEYWORD``,
     ``KEYWORD VALUE`` and ``XCFG ATTR`` strings (upper case)."""
     def any_of(*names: str) -> bool:
