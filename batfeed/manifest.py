@@ -315,7 +315,7 @@ def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any
                    "simulated_time_s": result.simulated_time},
         "kernel": kernel.describe(),        # compiled kernel or pure Python (batfeed/kernel.py)
         "jobs": job_counts(result.counts),
-        **({"user_stats": result.user_stats} if getattr(result, "user_stats", None) else {}),
+        **({"user_stats": result.user_stats} if result.user_stats else {}),
         "outputs": outputs,
         "versions": versions(),
         "git": git_info() if prefetch is None else prefetch.get("git"),

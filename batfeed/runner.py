@@ -156,9 +156,7 @@ def run_simulation(platform: str | Path, workloads: Sequence[str | Path], *, sch
             if crash is None:
                 raise
             raise crash from err
-        stats = getattr(getattr(sched, "model", None), "stats", None)
-        if callable(stats):
-            result.user_stats = stats()
+        result.user_stats = user_stats(sched)
         ok = True
     finally:
         gc.unfreeze()                      # what _loading() froze (Simulator.run unfreezes it too)
@@ -203,6 +201,12 @@ def _manifest(given: dict[str, Any], asked: tuple[Any, ...], result: SimulationR
                           inputs=input_entries(given["platform"], workloads, events, sched, users, prefetch),
                           result=result, started=started, wall_time_s=wall, transport=transport, switches=switches,
                           prefix=given["export"], prefetch=prefetch)
+
+
+def user_stats(sched: Any) -> dict[str, Any] | None:
+    """The stats of the generating user model ``sched`` wraps (users/site.py ``stats``), else None."""
+    stats = getattr(getattr(sched, "model", None), "stats", None)
+    return stats() if callable(stats) else None
 
 
 def check_options(scheduler: str, options: dict[str, Any] | None) -> None:

@@ -85,14 +85,15 @@ def equal_classes(runtimes: np.ndarray, mean_s: float = PHASE2_MEAN_RUN_S) -> tu
 def fit_thesis(traces: list[TraceStats]) -> tuple[dict[str, Any], dict[str, Any], list[tuple[float, float, int]]]:
     """The ``thesis-phase1`` and ``thesis-phase2`` models (module docstring) and the p_cont bins."""
     p1, bins = fit_site(traces)
+    runtimes = np.asarray([r for t in traces for r in t.runtimes], dtype=float)
     p1["p_cont"] = {"a": THESIS_P_CONT["a"], "b": THESIS_P_CONT["b"], "unit": "minutes",
                     "thesis": dict(THESIS_P_CONT), "fitted": {"a": p1["p_cont"]["a"], "b": p1["p_cont"]["b"]}}
     p1["workload"] = {"name": "thesis-phase1", "max_gap_s": MAX_GAP_S, "sizes": "nodes",
                       "split_batches": sum(t.split for t in traces),
-                      "mean_runtime_s": float(np.mean([r for t in traces for r in t.runtimes])),
+                      "mean_runtime_s": float(runtimes.mean()),
                       "mean_size": float(np.mean([s for t in traces for s in t.sizes]))}
     p2 = copy.deepcopy(p1)
-    p2["runtime_s"], bound = equal_classes(np.asarray([r for t in traces for r in t.runtimes]))
+    p2["runtime_s"], bound = equal_classes(runtimes)
     p2["runtime_classes"] = {"le_1min": 1 / 3, "1_10min": 1 / 3, "gt_10min": 1 / 3}
     p2["workload"] = {**p1["workload"], "name": "thesis-phase2", "long_class_bound_s": bound,
                       "mean_runtime_s": sum(c["p"] * _q_mean(c["quantiles"]) for c in p2["runtime_s"]["classes"])}

@@ -78,8 +78,7 @@ def submitted_swfs(site: pd.DataFrame, root: Path) -> list[dict[str, Any]]:
         out = root / "submitted" / name
         swf = out / "run.swf"
         if not swf.is_file():
-            made = jobs_csv_to_swf(root.parent / "e12-site" / r["jobs_csv"], out)
-            made.swf_path.rename(swf)
+            jobs_csv_to_swf(root.parent / "e12-site" / r["jobs_csv"], out, name="run")
         traces.append({"name": name, "path": str(swf)})
     return traces
 
