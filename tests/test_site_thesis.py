@@ -22,7 +22,7 @@ from batfeed.users.site_thesis import (
     read_thesis_traces,
 )
 
-from batfeed.errors import InputError
+from batfeed.errors import BatfeedError, InputError
 from batfeed.metrics import compute_metrics
 
 # (submit, wait, run, procs): J2 joins J1's batch (gap 100 s); J3 comes 1,400 s after J2 while J2 runs: with
@@ -79,7 +79,7 @@ def test_equal_classes_bound_is_the_smallest_that_reaches_the_mean() -> None:
     k = int(np.searchsorted(long, bound, side="right"))
     lower = (_q_mean(cls[0]["quantiles"]) + _q_mean(cls[1]["quantiles"]) + _q_mean(_q(long[:k - 1]))) / 3
     assert lower < 900.0                                   # one observation less does not reach the mean
-    with pytest.raises(ValueError, match="no bound"):
+    with pytest.raises(BatfeedError, match="no bound"):
         equal_classes(runs, mean_s=1e9)
 
 

@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 from batfeed.users.site_fit import THESIS_P_CONT, TraceStats, fit_site, read_trace
 
+from batfeed.errors import BatfeedError
+
 THESIS_LOGS = ("CTC-SP2-1996-3.1-cln", "KTH-SP2-1996-2.1-cln", "SDSC-SP2-1998-4.2-cln", "SDSC-BLUE-2000-4.2-cln")
 MAX_GAP_S = 1200.0
 CLASS_EDGES_S = (60.0, 600.0)
@@ -69,7 +71,8 @@ def equal_classes(runtimes: np.ndarray, mean_s: float = PHASE2_MEAN_RUN_S) -> tu
     base = _q_mean(_q(short)) + _q_mean(_q(medium))
     need = 3 * mean_s - base
     if need <= mid or _q_mean(_q(long)) < need:
-        raise ValueError(f"no bound of the > 10 min class gives a mean run time of {mean_s:g} s")
+        raise BatfeedError(f"fit-users --thesis: no bound of the > 10 min run-time class of these logs gives a mean "
+                           f"run time of {mean_s:g} s")
     a, b = 1, len(long)                     # smallest k with mean(long[:k]) >= need (monotone in k)
     while a < b:
         k = (a + b) // 2
