@@ -216,3 +216,20 @@ def test_overrun_keeps_the_recorded_request(tmp_path, capsys):
     assert main(["validate", str(trace), "--out", str(tmp_path / "bad"), "--overrun", "-1"]) == 1
     assert capsys.readouterr().err.strip().splitlines()[-1].endswith("--overrun must be a number of seconds >= 0 "
                                                                       "(got -1)")
+
+
+def test_experiment_campaign_reads_data_folder(tmp_path):
+    """``--data DIR`` moves the campaign's SWF logs to DIR (wagap to its sibling alea_metacentrum); without it
+    the file's own paths stay (a regression: the campaign's mapping once shadowed the data folder)."""
+    mod = load_experiment()
+    swf, alea = tmp_path / "swf", tmp_path / "alea_metacentrum"
+    swf.mkdir()
+    alea.mkdir()
+    (swf / "HPC2N-2002-2.1-cln.swf.gz").write_bytes(b"")
+    (alea / "wagap-2013.swf.gz").write_bytes(b"")
+    spec = mod.campaign(mod.CAMPAIGN, None, [0.0, 60.0], data=swf)
+    assert [t["path"] for t in spec["traces"]] == [str(swf / "HPC2N-2002-2.1-cln.swf.gz"),
+                                                     str(alea / "wagap-2013.swf.gz"), "KTH-SP2"]
+    assert spec["schedulers"][0]["options"]["interval"] == [0, 60]
+    (kth,) = mod.campaign(mod.CAMPAIGN, ["kth"], [5.0])["traces"]
+    assert kth["path"] == "KTH-SP2"

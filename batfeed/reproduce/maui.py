@@ -83,10 +83,10 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
     from batfeed.campaign.checks import NAMED_TRACES
     from batfeed.campaign.spec import CampaignError, read_text
 
-    data, _ = read_text(path)
-    if not all(isinstance(e, dict) and "name" in e for e in data.get("traces", [])):
+    doc, _ = read_text(path)
+    if not all(isinstance(e, dict) and "name" in e for e in doc.get("traces", [])):
         raise CampaignError(f"{path}: every trace entry needs a name (the --traces names)")
-    entries = {e["name"]: e for e in data["traces"]}
+    entries = {e["name"]: e for e in doc["traces"]}
     unknown = [t for t in traces or () if t not in entries]
     if unknown:
         raise CampaignError(f"{path}: no trace named {', '.join(unknown)} (the file's: {', '.join(entries)})")
@@ -110,10 +110,10 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
         selected.append(entry)
     if not selected:
         raise CampaignError(f"{path}: no trace to run")
-    if len(data["schedulers"]) != 1:
+    if len(doc["schedulers"]) != 1:
         raise CampaignError(f"{path}: one scheduler entry expected (maui with its options), got "
-                            f"{len(data['schedulers'])}")
-    (sched,) = data["schedulers"]
+                            f"{len(doc['schedulers'])}")
+    (sched,) = doc["schedulers"]
     options = dict(sched.get("options") or {})
     options["interval"] = [int(s) if float(s).is_integer() else s for s in steps]
     if config is not None:
@@ -122,10 +122,10 @@ def campaign(path: Path, traces: list[str] | None, steps: list[float], *, load: 
         options["poll"] = True
     if mechanics != "nodes":
         options["mechanics"] = mechanics
-    settings = dict(data.get("validate") or {}, plots=plots)
+    settings = dict(doc.get("validate") or {}, plots=plots)
     if weeks is not None:
         settings["weeks"] = weeks
-    return {**data, "traces": selected, "schedulers": [{**sched, "options": options}], "validate": settings}
+    return {**doc, "traces": selected, "schedulers": [{**sched, "options": options}], "validate": settings}
 
 
 def run_dirs(table: Any, root: Path) -> Dirs:
