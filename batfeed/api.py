@@ -128,7 +128,7 @@ def _workload(jobs: Any, name: str = "w0") -> Workload:
             v = values[k]
             if v is not None and v == v:      # NaN: absent
                 js[c] = v
-        out.append(Job(full, name, jid, s, q, w, prof, js))
+        out.append(Job(full, name, s, q, w, prof, js))
     return Workload(name, "", n, profiles, out)
 
 

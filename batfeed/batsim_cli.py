@@ -188,7 +188,7 @@ def _no_sched(args: argparse.Namespace, mmax: int | None, quiet: bool) -> int:
                            "submitters then wait forever); drop one of them")
     from batfeed.engine.batexec import run_batexec
     from batfeed.engine.platform import load_platform
-    from batfeed.engine.workload import load_workload
+    from batfeed.engine.workload_file import load_workload
     from batfeed.outpaths import writable_prefix
 
     writable_prefix(args.export, ("_jobs.csv", "_schedule.csv", "_machine_states.csv"), "-e/--export")

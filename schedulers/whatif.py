@@ -131,5 +131,5 @@ def _workload(jobs: Sequence[PastJob]) -> Workload:
                                          {"type": "delay", "delay": r6(d)})
         wall = float(j.walltime) if j.walltime > 0 else -1.0
         full = f"w0!{j.id}"
-        out.append(Job(full, "w0", j.id, float(j.subtime), j.res, wall, prof, j.json))   # json: read only
+        out.append(Job(full, "w0", float(j.subtime), j.res, wall, prof, j.json))   # json: read only
     return Workload("w0", "", len(out), {p.name: p for p in profiles.values()}, out)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from batfeed.engine.events import load_events
 from batfeed.engine.platform import load_platform
-from batfeed.engine.workload import load_workload
+from batfeed.engine.workload_file import load_workload
 from batfeed.errors import InputError
 
 DATA = Path(__file__).resolve().parent / "data"

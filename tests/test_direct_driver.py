@@ -82,7 +82,8 @@ def test_pybatsim_and_the_direct_batsim_both_satisfy_the_facade(tmp_path):
     pyjob = Job.from_json_dict({"id": "w0!1", "subtime": 0, "res": 1, "profile": "p"})
     for j in (pyjob, EngineJob.__new__(EngineJob)):
         missing = [m for m in _members(JobFacade) if m not in ("profile_dict", "workload")
-                   and not hasattr(j, m) and m not in getattr(type(j), "__slots__", ())]
+                   and not hasattr(j, m) and not hasattr(type(j), m)
+                       and m not in getattr(type(j), "__slots__", ())]
         assert not missing, (type(j).__name__, missing)
         assert hasattr(type(j), "workload") or "workload" in type(j).__slots__
 

@@ -14,7 +14,8 @@ import pytest
 
 from batfeed.engine.executor import Executor
 from batfeed.engine.ptask import DBL_MAX, Action, Constraint, System
-from batfeed.engine.workload import load_workload, parse_profile
+from batfeed.engine.workload import parse_profile
+from batfeed.engine.workload_file import load_workload
 from batfeed.errors import InputError
 
 

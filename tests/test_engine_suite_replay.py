@@ -23,7 +23,7 @@ from batfeed.batsim_cli import add_batsim_parser
 from batfeed.engine import EngineConfig, load_simulation
 from batfeed.engine.batexec import run_batexec
 from batfeed.engine.platform import load_platform
-from batfeed.engine.workload import load_workload
+from batfeed.engine.workload_file import load_workload
 
 SUITE = Path(__file__).resolve().parent / "data" / "engine" / "suite"
 RUNS = sorted(p.name for p in SUITE.iterdir() if (p / "run.json").is_file())

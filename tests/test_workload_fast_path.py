@@ -1,15 +1,17 @@
-"""The static jobs of a workload are checked inline for the usual job (``workload._static_jobs``) and by
-``parse_job`` for any other: both must accept the same jobs, build the same ``Job`` and raise the same error."""
+"""The static jobs of a workload are read as packed records (``workload_file._pack``) and checked inline for the
+usual job (``workload_file._static_jobs``), and by ``parse_job`` for any other: both must accept the same jobs,
+build the same ``Job`` (the same ``json_dict``) and raise the same error."""
 
 from __future__ import annotations
 
-import copy
+import json
 import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batfeed.engine import workload as W
+from batfeed.engine import workload_file as F
 
 PROFILES = {"d1": W.parse_profile("d1", {"type": "delay", "delay": 1.5}, "x"),
             "p2": W.parse_profile("p2", {"type": "parallel", "cpu": [1, 2], "com": [0, 1, 1, 0]}, "x"),
@@ -48,5 +50,33 @@ def one_by_one(raws):
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.one_of(JOB, JOB, JOB, st.sampled_from([[], "s", 3])), min_size=1, max_size=3))
 def test_inline_checks_agree_with_parse_job(raws):
-    assert repr(outcome(lambda: W._static_jobs(copy.deepcopy(raws), "w0", PROFILES, "x"))) == \
-        repr(outcome(lambda: one_by_one(copy.deepcopy(raws))))
+    text = json.dumps(raws)
+    packed = json.loads(text, object_hook=F._pack)
+    assert repr(outcome(lambda: F._static_jobs(packed, "w0", PROFILES, "x"))) == \
+        repr(outcome(lambda: one_by_one(json.loads(text))))
+
+
+DOC = """{"nb_res": 4, "jobs": [
+  {"id": 1, "subtime": 0, "res": 1, "walltime": 60, "profile": "d", "user": "u", "id": 7},
+  {"id": "b", "subtime": 1.5, "res": 2, "profile": "d", "meta": {"id": 1, "subtime": 2}},
+  {"subtime": 3, "id": 9, "res": 1, "walltime": -1.0, "profile": "d", "x": null, "y": true}],
+ "profiles": {"d": {"type": "delay", "delay": 5, "tag": {"id": 1, "subtime": 0}}},
+ "id": 3, "subtime": 0}"""
+
+
+def test_a_loaded_workload_is_what_plain_json_gives(tmp_path):
+    path = tmp_path / "w.json"
+    path.write_text(DOC)
+    wl = F.load_workload(path, "w0")
+    plain = json.loads(DOC)
+    assert [j.id for j in wl.jobs] == ["w0!7", "w0!b", "w0!9"]          # a repeated key: its last value
+    assert [j.name for j in wl.jobs] == ["7", "b", "9"]
+    packed = [type(j._js) is W.Packed for j in wl.jobs]
+    assert packed == [True, False, True]                                # a nested object stays a dict
+    for job, raw in zip(wl.jobs, plain["jobs"], strict=True):
+        assert json.dumps(job.json_dict) == json.dumps({**raw, "id": job.id})   # same keys, order, values
+    assert type(wl.jobs[0]._js) is dict                                 # unpacked once, then kept
+    assert wl.profiles["d"].json == plain["profiles"]["d"]              # profiles are plain dicts throughout
+    assert type(wl.profiles["d"].json["tag"]) is dict
+    wl.jobs[2].json_dict = {"id": "w0!9"}
+    assert wl.jobs[2].json_dict == {"id": "w0!9"}

@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batfeed.engine.workload import Workload, load_workload
+from batfeed.engine.workload import Workload
+from batfeed.engine.workload_file import load_workload
 from batfeed.errors import InputError
 
 

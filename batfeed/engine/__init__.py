@@ -15,7 +15,7 @@ from batfeed.engine.events import load_event_lists
 from batfeed.engine.platform import load_platform
 from batfeed.engine.simulator import Simulator
 from batfeed.engine.transport import InProcessTransport, ZmqTransport
-from batfeed.engine.workload import load_workload
+from batfeed.engine.workload_file import load_workload
 
 __all__ = ["EngineConfig", "SimulationResult", "Simulator", "simulate", "load_simulation"]
 

@@ -244,7 +244,7 @@ class Decisions(Actors):
         if job.id.count(SEP) != 1:
             raise ProtocolError(f"REGISTER_JOB: job_id must be 'workload!name' (got {job.id!r})")
         fresh = self.make_dynamic_job(job.id, job.json_dict)
-        for slot in ("workload", "name", "subtime", "walltime", "submit_time", "requested_resources",
+        for slot in ("workload", "subtime", "walltime", "submit_time", "requested_resources",
                      "requested_time", "prof", "profile", "json_dict"):
             setattr(job, slot, getattr(fresh, slot))
         self._do_register_job(job)

@@ -233,10 +233,10 @@ class DirectBatsim:
         if subtime is None:
             subtime = self.time()
         job_dict = {"profile": profile_name, "id": id, "res": res, "walltime": walltime, "subtime": subtime}
-        wl, _, name = id.partition(SEP)
+        wl = id.partition(SEP)[0]
         profile = self.profiles[wl][profile_name]    # pybatsim asserts the profile was registered
         pending = Profile(profile_name, "", 0.0, 0, profile, profile)
-        job = Job(id, wl, name, float(subtime), res, float(walltime), pending, job_dict)
+        job = Job(id, wl, float(subtime), res, float(walltime), pending, job_dict)
         job.job_state = _IN_SUBMISSION
         self._events_to_send.append((self._current_time, self._sim._register_pending, (job,)))
         self.jobs[id] = job

@@ -115,7 +115,8 @@ class LatencyWarning(UserWarning):
 
 @dataclass(frozen=True, slots=True)
 class Host:
-    """One Batsim resource (compute or storage host)."""
+    """One Batsim resource (compute or storage host); read-only: hosts with equal ``properties`` share one dict,
+    and the hosts of a zone its ``zone_properties``."""
 
     id: int
     name: str
@@ -469,8 +470,10 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
         for raw in raws:        # SimGrid's energy plugin reads every host; Batsim asks the machines' energy
             check_host(raw.name, raw.speeds, raw.props, raw.name in computing, raw.name in kept, path)
     roles = [(raw, COMPUTE) for raw in compute] + [(raw, STORAGE) for raw in storage]
-    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, raw.props, dict(raw.zone.merged()),
-                  raw.speeds, raw.pstate) for i, (raw, role) in enumerate(roles)]
+    same: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}   # hosts with equal properties share one dict
+    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role,
+                  same.setdefault(tuple(raw.props.items()), raw.props), raw.zone.merged(), raw.speeds, raw.pstate)
+             for i, (raw, role) in enumerate(roles)]
     network = _network(reader, master.name, [raw.name for raw in compute], path)
     return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), network,
                     reader.min_bw if reader.min_bw < float("inf") else 0.0)

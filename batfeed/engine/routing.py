@@ -263,6 +263,7 @@ class NetworkBuilder:
         self.links: dict[str, tuple[Link, Link] | Link] = {}     # SPLITDUPLEX: (UP, DOWN)
         self.route: tuple[str, str, str | None, str | None, bool] | None = None
         self.ctn: list[tuple[str, str]] = []
+        self.points: dict[str, tuple[float, float, float]] = {}   # coordinates text -> one shared tuple
 
     def unsupported(self, what: str) -> None:
         if what not in self.net.unsupported:
@@ -294,11 +295,15 @@ class NetworkBuilder:
         self._coords(zone, attrs["id"], attrs)
 
     def _coords(self, zone: Zone, name: str, attrs: dict[str, str]) -> None:
-        if zone.kind == "vivaldi" and attrs.get("coordinates"):
-            parts = [float(x) for x in attrs["coordinates"].split()]
-            if len(parts) != 3:
-                raise ValueError(f"coordinates of {name} must be 3 numbers, got '{attrs['coordinates']}'")
-            zone.coords[name] = (parts[0], parts[1], parts[2])
+        text = attrs.get("coordinates")
+        if zone.kind == "vivaldi" and text:
+            point = self.points.get(text)
+            if point is None:
+                parts = [float(x) for x in text.split()]
+                if len(parts) != 3:
+                    raise ValueError(f"coordinates of {name} must be 3 numbers, got '{text}'")
+                point = self.points[text] = (parts[0], parts[1], parts[2])
+            zone.coords[name] = point
 
     def link(self, attrs: dict[str, str]) -> None:
         name = attrs["id"]

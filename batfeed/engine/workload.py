@@ -1,4 +1,5 @@
-"""Batsim 4.2 workload JSON: loading and validation (reference: batsim-protocol.md §6, §8, §12).
+"""Batsim 4.2 workload JSON: jobs, profiles and their validation (reference: batsim-protocol.md §6, §8, §12);
+reading a file is :mod:`batfeed.engine.workload_file`.
 
 The embedded engine models ``delay``, ``parallel``, ``parallel_homogeneous`` and
 ``parallel_homogeneous_total`` (computation and communication, :mod:`batfeed.engine.ptask`) and
@@ -9,12 +10,9 @@ send/recv profiles are valid Batsim input that only real Batsim can simulate, an
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from batfeed.errors import InputError, UnsupportedInput
@@ -81,6 +79,23 @@ def _needs_rounding(value: Any) -> bool:
     return False
 
 
+#: A flat job object as :func:`load_workload` reads it: a tuple ``(keys, value, value, …)``, one key tuple
+#: shared by every job with the same keys (:func:`_pack`).  152 B instead of a 464-B dict for a converted SWF
+#: job (14 members): the loaded workload is most of a run's memory.  JSON gives no tuples, so a tuple in the
+#: parsed document is always one of these.  ``Job.json_dict`` unpacks it, with the engine's full id, when
+#: something reads it (:func:`unpack`).
+Packed = tuple
+
+
+def unpack(raw: Packed, full_id: str | None = None) -> dict[str, Any]:
+    """The dict ``json.load`` would have given for ``raw`` (last value of a repeated key, at its first
+    position), its ``id`` replaced by ``full_id`` when given."""
+    data = dict(zip(raw[0], raw[1:], strict=True))
+    if full_id is not None:
+        data["id"] = full_id
+    return data
+
+
 @dataclass(slots=True)
 class Profile:
     """One profile; ``work`` is the delay (s) or the per-host / total flop amount; ``json`` is the
@@ -131,16 +146,15 @@ class Job:
     ``requested_time`` are what a scheduler reads in Batsim's messages (doubles with 6 decimals).
     """
 
-    __slots__ = ("id", "workload", "name", "subtime", "walltime", "submit_time", "requested_resources",
-                 "requested_time", "prof", "profile", "json_dict", "state", "start", "runtime", "intervals",
+    __slots__ = ("id", "workload", "subtime", "walltime", "submit_time", "requested_resources",
+                 "requested_time", "prof", "profile", "_js", "state", "start", "runtime", "intervals",
                  "return_code", "metadata", "kill_requested", "job_state", "allocation", "finish_time",
                  "progress")
 
-    def __init__(self, id: str, workload: str, name: str, subtime: float, requested_resources: int,
-                 walltime: float, prof: Profile, json_dict: dict[str, Any]):
+    def __init__(self, id: str, workload: str, subtime: float, requested_resources: int,
+                 walltime: float, prof: Profile, json_dict: dict[str, Any] | Packed):
         self.id = id                            # "w0!1"
-        self.workload = workload
-        self.name = name                        # the part after "!" (the _jobs.csv job_id)
+        self.workload = workload                # id = workload + "!" + name
         self.subtime = subtime
         self.walltime = walltime                # -1 = none
         self.submit_time = r6(subtime)
@@ -148,7 +162,7 @@ class Job:
         self.requested_time = r6(walltime)
         self.prof = prof
         self.profile = prof.name
-        self.json_dict = json_dict
+        self._js = json_dict
         self.state = NOT_SUBMITTED
         self.start = -1.0
         self.runtime = -1.0
@@ -160,6 +174,24 @@ class Job:
         self.allocation: Any = None             # set by the scheduler (ProcSet)
         self.finish_time: float | None = None
         self.progress: Any = None
+
+    @property
+    def name(self) -> str:
+        """The part of the id after ``workload!`` (the ``_jobs.csv`` job_id)."""
+        return self.id[len(self.workload) + 1:]
+
+    @property
+    def json_dict(self) -> dict[str, Any]:
+        """The job's JSON object as Batsim forwards it (full id, doubles with 6 decimals); a loaded
+        :data:`Packed` record is unpacked (and rounded) on the first read and kept."""
+        js = self._js
+        if type(js) is Packed:
+            js = self._js = _wire(unpack(js, self.id))
+        return js
+
+    @json_dict.setter
+    def json_dict(self, value: dict[str, Any]) -> None:
+        self._js = value
 
     @property
     def profile_dict(self) -> dict[str, Any]:
@@ -319,92 +351,7 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
     js["id"] = full_id
     if _needs_rounding(js):
         js = round_json(js)
-    return Job(full_id, workload, name, float(sub), res, float(wall), profiles[pname], js)
-
-
-def load_workload(path: str | Path, name: str) -> Workload:
-    """Load ``path`` as Batsim workload ``name`` (w0, w1, …), with Batsim's checks."""
-    p = Path(path)
-    where = str(path)
-    gz = False
-    try:
-        with open(p, "rb") as raw:
-            gz = raw.read(2) == b"\x1f\x8b"          # gzip magic: .json.gz (whatever the file is called)
-        with (gzip.open(p, "rt", encoding="utf-8") if gz else open(p, encoding="utf-8")) as fh:
-            data = json.load(fh)
-    except FileNotFoundError:
-        raise InputError("workload file not found", where) from None
-    except json.JSONDecodeError as err:
-        if err.pos == 0 and err.msg.startswith("Unexpected UTF-8 BOM"):
-            raise InputError("the file starts with a UTF-8 byte-order mark, which Batsim 4.2 refuses (\"Invalid "
-                             "JSON file: could not be parsed\"): save it without one", where, 1) from None
-        raise InputError(f"invalid JSON: {err.msg} (column {err.colno})", where, err.lineno) from None
-    except (OSError, EOFError, zlib.error) as err:
-        what = "gzip-compressed workload" if gz else "workload"
-        raise InputError(f"cannot read {what}: {getattr(err, 'strerror', None) or err}", where) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"cannot read workload: not UTF-8 text ({err.reason})", where) from None
-    if not isinstance(data, dict):
-        raise InputError("a workload must be a JSON object", where)
-    for key in ("nb_res", "jobs", "profiles"):
-        if key not in data:
-            raise InputError(f"workload has no '{key}' member (Batsim requires it)", where)
-    nb_res = data["nb_res"]
-    if not isinstance(nb_res, int) or isinstance(nb_res, bool) or nb_res <= 0:
-        raise InputError(f"'nb_res' must be a JSON integer > 0 (got {nb_res!r})", where)
-    if not isinstance(data["jobs"], list) or not isinstance(data["profiles"], dict):
-        raise InputError("'jobs' must be an array and 'profiles' an object", where)
-    # Batsim checks every profile, then drops the ones that no static job references.
-    profiles = {n: parse_profile(n, p, where) for n, p in data["profiles"].items()}
-    jobs = _static_jobs(data["jobs"], name, profiles, where)
-    resolve_composed(profiles, where)
-    used = {j.profile for j in jobs}
-    todo = [sub for n in used for sub in profiles[n].subs]
-    while todo:                      # a composed profile keeps the profiles of its sequence
-        prof = todo.pop()
-        if prof.name not in used:
-            used.add(prof.name)
-            todo.extend(prof.subs)
-    profiles = {n: prof for n, prof in profiles.items() if n in used}
-    text = "\t".join(j.name for j in jobs) + "\t" + "\t".join(used)     # one scan, not one per job
-    if any(c in text for c in CSV_UNSAFE):
-        for j in jobs:
-            _check_job_names(name, j.name, j.profile, j.id, where)
-    return Workload(name, str(p.resolve()), nb_res, profiles, jobs)
-
-
-def _static_jobs(raws: list[Any], workload: str, profiles: dict[str, Profile], where: str) -> list[Job]:
-    """A workload's jobs in file order, as :func:`parse_job` (``copy=False``, names checked by the caller) makes
-    them, duplicate ids refused.  The usual job (an integer or plain string id, JSON numbers, an existing
-    profile that is not ``parallel``, no double to round) passes the same checks here, inline; any other goes
-    through :func:`parse_job` itself, which raises its error: both paths build the same :class:`Job`."""
-    jobs: list[Job] = []
-    seen: set[str] = set()
-    prefix = workload + SEP
-    isfinite = math.isfinite
-    for raw in raws:
-        job = None
-        if type(raw) is dict:
-            rid = raw.get("id")
-            sid = str(rid) if type(rid) is int else rid if type(rid) is str else None
-            if sid is not None and workload not in sid and SEP not in sid:
-                sub, res, wall = raw.get("subtime"), raw.get("res"), raw.get("walltime", -1)
-                pname = raw.get("profile")
-                prof = profiles.get(pname) if type(pname) is str else None
-                if ((type(sub) is float or type(sub) is int) and isfinite(sub)
-                        and type(res) is int and res >= 0
-                        and (type(wall) is float or type(wall) is int) and isfinite(wall) and (wall > 0 or wall == -1)
-                        and prof is not None and not prof.cpu and not _needs_rounding(raw)):
-                    full = prefix + sid
-                    raw["id"] = full
-                    job = Job(full, workload, sid, float(sub), res, float(wall), prof, raw)
-        if job is None:
-            job = parse_job(raw, workload, profiles, where, copy=False, check_names=False)
-        if job.id in seen:
-            raise InputError(f"duplicate job id '{job.id}'", where)
-        seen.add(job.id)
-        jobs.append(job)
-    return jobs
+    return Job(full_id, workload, float(sub), res, float(wall), profiles[pname], js)
 
 
 def _check_job_names(workload: str, name: str, profile: str, full_id: str, where: str) -> None:
