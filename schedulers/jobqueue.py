@@ -100,8 +100,8 @@ class QueueIndex:
         for i in range(size - 1, 0, -1):
             a, b = tq[2 * i], tq[2 * i + 1]
             tq[i] = a if a < b else b
-            a, b = tp[2 * i], tp[2 * i + 1]
-            tp[i] = a if a < b else b
+            a2, b2 = tp[2 * i], tp[2 * i + 1]
+            tp[i] = a2 if a2 < b2 else b2
         self.size, self.tq, self.tp = size, tq, tp
 
     def _lower(self, b: int, q: int, p: float) -> None:
@@ -149,7 +149,8 @@ class QueueIndex:
             self.maxes[b] = key
         if len(keys) > 2 * self.LOAD:
             h = len(keys) // 2
-            for lists in (self.keys, self.ents, self.qs, self.ps):
+            all_lists: tuple[list[Any], ...] = (self.keys, self.ents, self.qs, self.ps)
+            for lists in all_lists:
                 blk = lists[b]
                 lists[b:b + 1] = [blk[:h], blk[h:]]
             self.maxes[b:b + 1] = [self.keys[b][-1], self.keys[b + 1][-1]]
@@ -171,7 +172,8 @@ class QueueIndex:
                 self.keys, self.ents, self.qs, self.ps, self.maxes = [], [], [], [], []
                 self.size, self.tq, self.tp = 1, [BIG, BIG], [INF, INF]
                 return
-            for lists in (self.keys, self.ents, self.qs, self.ps, self.maxes):
+            every: tuple[list[Any], ...] = (self.keys, self.ents, self.qs, self.ps, self.maxes)
+            for lists in every:
                 del lists[b]
             self._build_tree()
             return
@@ -181,7 +183,8 @@ class QueueIndex:
             c = b + 1 if b + 1 < len(self.keys) else b - 1
             lo, hi = min(b, c), max(b, c)
             if len(self.keys[lo]) + len(self.keys[hi]) <= 2 * self.LOAD:
-                for lists in (self.keys, self.ents, self.qs, self.ps):
+                all_lists: tuple[list[Any], ...] = (self.keys, self.ents, self.qs, self.ps)
+                for lists in all_lists:
                     lists[lo:hi + 1] = [lists[lo] + lists[hi]]
                 self.maxes[lo:hi + 1] = [self.keys[lo][-1]]
                 self._build_tree()
@@ -384,8 +387,9 @@ class WaitQueue:
         """Θ promotions and re-keying of dynamic policies at ``now``; True if the order may have changed."""
         changed = False
         arr = self._arrivals
-        if arr and (arr[0][2].where != 0 or arr[0][0] < now - self.theta):   # (empty when Θ is None)
-            limit = now - self.theta
+        theta: Any = self.theta
+        if arr and (arr[0][2].where != 0 or arr[0][0] < now - theta):   # (empty when Θ is None)
+            limit = now - theta
             while arr and (arr[0][2].where != 0 or arr[0][0] < limit):
                 e = heapq.heappop(arr)[2]
                 if e.where == 0:

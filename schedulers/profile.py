@@ -28,9 +28,10 @@ import heapq
 from bisect import bisect_left
 from collections.abc import Iterator
 from itertools import accumulate
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from batfeed.schedulers.resources import Intervals, count, intersect, union
+from mypy_extensions import mypyc_attr
 
 INF = float("inf")
 
@@ -42,6 +43,7 @@ class Window(NamedTuple):
     size: int
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Profile:
     LOAD = 64
 
@@ -90,7 +92,8 @@ class Profile:
             self._maxes[b] = key
         if len(self._keys[b]) > 2 * self.LOAD:
             h = self.LOAD
-            for lists in (self._keys, self._rets, self._ids):
+            all_lists: tuple[list[Any], ...] = (self._keys, self._rets, self._ids)
+            for lists in all_lists:
                 blk = lists[b]
                 lists[b:b + 1] = [blk[:h], blk[h:]]
             self._sums[b:b + 1] = [sum(self._rets[b]), sum(self._rets[b + 1])]

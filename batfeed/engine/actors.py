@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from batfeed.engine.executor import Executor
 from batfeed.engine.kinds import M_BATCH, M_BYE, T_STEP, T_SUB
 from batfeed.engine.ptask import Action, System, constant_rate
@@ -19,6 +21,7 @@ from batfeed.engine.workload import FAILED, RUNNING, SUCCESS, WALLTIME, Job
 from batfeed.errors import ProtocolError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Actors(EngineState):
     """The engine's state with the actors' sleeps: submitters, job executors and their parallel tasks."""
 

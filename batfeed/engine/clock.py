@@ -156,9 +156,7 @@ class SimGridTimers:
         if self.system is None:
             self.eager = self.live
             self.lazy, self.vals, self.ents, self.tasks = [], array("d"), [], []
-            self.system = system
-            self._step = self._step_shared          # type: ignore[method-assign]
-            self._next = self._next_shared          # type: ignore[method-assign]
+            self.system = system                # from now on _step and _next are _step_shared, _next_shared
 
     def __bool__(self) -> bool:
         return bool(self.lazy or self.vals or self.tasks or self.eager)
@@ -258,6 +256,8 @@ class SimGridTimers:
     def _step(self, dt: float) -> list[list[Any]]:
         """Every started action advances by ``dt`` (without a :attr:`system`; with one, :meth:`_step_shared`);
         returns the actions ending then, in creation order."""
+        if self.system is not None:     # (a compiled class cannot have its methods replaced per instance)
+            return self._step_shared(dt)
         due = self._lazy_step(dt) if self.lazy and dt > 0 else _NONE
         self.tiny = False
         if self.tasks:
@@ -434,6 +434,8 @@ class SimGridTimers:
     def _next(self) -> float:
         """``next_occurring_event`` (without a :attr:`system`): the smallest remaining duration (or work /
         rate)."""
+        if self.system is not None:
+            return self._next_shared()
         best = (self.lazy[0][0] - self.S) / _UNITS if self.lazy else math.inf
         if self.vals and self.vals[0] < best:
             best = self.vals[0]

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from batfeed.engine import intervals
 from batfeed.engine.actors import Actors
 from batfeed.engine.executor import Executor
@@ -35,11 +37,12 @@ from batfeed.engine.workload import (
 from batfeed.errors import InputError, ProtocolError
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Decisions(Actors):
     """The actors with the scheduler's decisions (``_do_*``; see the module docstring)."""
 
     # ------------------------------------------------------------------ EXECUTE_JOB
-    def _do_execute(self, job: Job, ivs: list[tuple[int, int]], n: int,
+    def _do_execute(self, job: Any, ivs: list[tuple[int, int]], n: int,
                     mapping: dict[str, Any] | None = None) -> None:
         """Start ``job`` on ``ivs`` (``n`` machines): checks, machine states, its end timer."""
         if job.state != SUBMITTED:
@@ -131,7 +134,7 @@ class Decisions(Actors):
         return ranks
 
     # ------------------------------------------------------------------ REJECT_JOB
-    def _do_reject(self, job: Job) -> None:
+    def _do_reject(self, job: Any) -> None:
         if job.state != SUBMITTED:
             raise ProtocolError(f"REJECT_JOB {job.id}: the job is {job.state}; only a SUBMITTED job can be "
                                 "rejected (Batsim aborts)")
@@ -140,7 +143,7 @@ class Decisions(Actors):
         self._record(job)
 
     # ------------------------------------------------------------------ KILL_JOB
-    def _do_kill(self, jobs: list[Job]) -> None:
+    def _do_kill(self, jobs: list[Any]) -> None:
         """Batsim's killer actor: running jobs stop now (machines freed, progress measured); the server
         reports them (JOB_COMPLETED COMPLETED_KILLED each, then JOB_KILLED) when the killer's
         KILLING_DONE arrives, one message later (see simulator.py)."""
@@ -276,12 +279,12 @@ class Decisions(Actors):
             raise ProtocolError(f"NOTIFY of type {kind!r} from the scheduler: only registration_finished and "
                                 "continue_registration exist (Batsim aborts)")
 
-    def _do_set_metadata(self, job: Job, meta: str) -> None:
+    def _do_set_metadata(self, job: Any, meta: str) -> None:
         if '"' in meta:
             raise ProtocolError(f"SET_JOB_METADATA {job.id}: metadata must not contain double quotes")
         job.metadata = meta
 
-    def _do_change_state(self, job: Job, new: Any) -> None:
+    def _do_change_state(self, job: Any, new: Any) -> None:
         if job.state == SUBMITTED and new == RUNNING:
             job.state, job.start = RUNNING, self.clock
             self.nb_running += 1

@@ -112,7 +112,7 @@ class DirectBatsim:
     """Serves :class:`BatsimFacade` from the engine; decisions are kept as engine calls."""
 
     def __init__(self, sim: Simulator):
-        self._sim = sim
+        self._sim: Any = sim              # None once the run is over (DirectDriver.close)
         self._current_time = 0.0
         self._events_to_send: list[tuple] = []
         self.jobs: dict[str, Any] = {}
@@ -271,7 +271,7 @@ class DirectDriver:
         sched = self.scheduler
         bs = self.bs
         first = bs is None
-        if first:
+        if bs is None:
             bs = self.bs = DirectBatsim(sim)
             sched.bs = bs
         bs._current_time = now if now.is_integer() else r6(now)

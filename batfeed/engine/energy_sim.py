@@ -249,7 +249,8 @@ class EnergySimulator(SwitchingSimulator):
         """``execute_job_process`` (or ``killer_process``) after the job: its energy and an ``e`` row."""
         self.task_hosts.pop(job.id, None)
         before = self.job_energy.pop(job.id, ld.ZERO)
-        self.tracer.energy[job.id] = ld.fmt(ld.sub(self.energy.energy_on(job.intervals, t), before))
+        energy: Any = self.tracer.energy   # a dict under -E
+        energy[job.id] = ld.fmt(ld.sub(self.energy.energy_on(job.intervals, t), before))
         self.energy.job_ended(t)
 
     def _do_kill(self, jobs: list[Job]) -> None:

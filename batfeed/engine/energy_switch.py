@@ -101,7 +101,7 @@ class SwitchingSimulator(Simulator):
         """``server_on_pstate_modification``."""
         machines = [m for a, b in ivs for m in range(a, b + 1)]
         st = self.machines.st
-        plan = []
+        plan: list[tuple[int, Any]] = []
         for m in machines:                 # Batsim's checks first, so that a refused request changes nothing
             if m >= len(st):
                 what = "is a storage machine (switching it is not modelled)" if m < len(self.power) else \

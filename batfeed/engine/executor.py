@@ -78,6 +78,7 @@ class Executor:
     def progress(self, leaf_progress: float) -> dict[str, Any]:
         """The task tree of a killed job, ``leaf_progress`` being its running leaf's."""
         tree: dict[str, Any] = {"profile_name": self.leaf.name if self.leaf else "", "progress": leaf_progress}
-        for prof, index in reversed(self.stack):
+        for node in self.stack[::-1]:          # [profile, index] (mypyc 2.4 crashes on reversed() here)
+            prof, index = node[0], node[1]
             tree = {"profile_name": prof.name, "current_task_index": index, "current_task": tree}
         return tree

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
+from typing import Any
 
 from batfeed.engine import longdouble as ld
 
@@ -38,7 +39,7 @@ class Machines:
         self.area_idle = self.area_computing = self.area_unavailable = 0.0
         # each machine's last change (a job's end or an availability event; a job's start never is one,
         # its end comes later), -1 while it has none: n floats, whatever the trace's length
-        self.last = [-1.0] * n
+        self.last: list[Any] = [-1.0] * n
         # _machine_states.csv rows (time, nb_idle, nb_computing), one per job start or end; Batsim
         # writes no initial row
         self.row_t = array("d")

@@ -15,7 +15,7 @@ from typing import Any
 
 from batfeed.engine import intervals
 from batfeed.engine.decisions import Decisions
-from batfeed.engine.workload import SEP, Job
+from batfeed.engine.workload import SEP
 from batfeed.errors import ProtocolError
 
 _NUM = (int, float)
@@ -54,7 +54,7 @@ def parse_reply(sim: Decisions, reply: Any) -> tuple[float, list[tuple]]:
     return now, out
 
 
-def _job(sim: Decisions, data: dict[str, Any], what: str) -> Job:
+def _job(sim: Decisions, data: dict[str, Any], what: str) -> Any:
     jid = data.get("job_id")
     job = sim.job(jid) if isinstance(jid, str) else None
     if job is None:
@@ -69,7 +69,7 @@ def execute_job(sim: Decisions, data: dict[str, Any]) -> None:
         raise ProtocolError(f"EXECUTE_JOB {job.id}: data must have 'job_id', 'alloc' and at most one of "
                             f"mapping/storage_mapping/additional_io_job (got {sorted(data)})")
     if extra & {"storage_mapping", "additional_io_job"}:
-        raise ProtocolError(f"EXECUTE_JOB {job.id}: {extra.pop()} (I/O) is not modelled by the embedded "
+        raise ProtocolError(f"EXECUTE_JOB {job.id}: {next(iter(extra))} (I/O) is not modelled by the embedded "
                             "engine: use real Batsim")
     alloc = data["alloc"]
     cached = _ALLOCS.get(alloc) if isinstance(alloc, str) else None
@@ -102,7 +102,7 @@ def kill_job(sim: Decisions, data: dict[str, Any]) -> None:
     ids = data.get("job_ids")
     if set(data) != {"job_ids"} or not isinstance(ids, list):
         raise ProtocolError(f"KILL_JOB: data must be exactly {{job_ids: [...]}} (got {data})")
-    jobs = []
+    jobs: list[Any] = []
     for jid in ids:
         job = sim.job(jid) if isinstance(jid, str) else None
         if job is None:

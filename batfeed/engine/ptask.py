@@ -83,7 +83,7 @@ class System:
         self.network = network
         self.names = names
         self.speeds = speeds
-        self.capacities = capacities          # per machine: cores x speed of the first pstate
+        self.capacities: Any = capacities          # per machine: cores x speed of the first pstate
         self.cpu: dict[int, Constraint] = {}
         self.links: dict[str, Constraint] = {}
         self.actions: list[Action] = []
@@ -130,7 +130,8 @@ class System:
     def _route(self, src: str, dst: str) -> tuple[Any, float]:
         got = self._routes.get((src, dst))
         if got is None:
-            got = self._routes[(src, dst)] = self.network.route(src, dst)
+            net: Any = self.network             # set whenever a route is asked for
+            got = self._routes[(src, dst)] = net.route(src, dst)
         return got
 
     def _expand(self, elems: list[list[Any]], links: Any, b: float) -> None:

@@ -35,6 +35,7 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 LOOPBACK_BW = 10e9          # network/loopback-bw (sg_config.cpp)
 LOOPBACK_LAT = 0.0          # network/loopback-lat
@@ -172,7 +173,8 @@ class Network:
                 raise NotRoutable(f"no route from {src} to {dst}: no <zoneRoute> from {src_anc.name} to "
                                   f"{dst_anc.name} in zone {common.name}")
             # get_local_route counts these latencies first, then the two ends'
-            links, latencies = [], [link.latency for link in local]
+            links: list[Any] = []
+            latencies = [link.latency for link in local]
             if extra:
                 latencies.append(extra)
             if src != gw_src:

@@ -37,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from batfeed.engine.config import BATSIM_VERSION, EngineConfig, SimulationResult
 from batfeed.engine.decisions import Decisions
 from batfeed.engine.events import UNAVAILABLE, ExternalEvent
@@ -86,6 +88,7 @@ class Driver(Protocol):
     def close(self) -> None: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Simulator(Decisions):
     """The engine: the layers below, with the server's event loop and the request-reply actor."""
 

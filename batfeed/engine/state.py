@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from batfeed.engine.clock import ExactTimers, SimGridTimers
 from batfeed.engine.config import BATSIM_VERSION, AccountingError, EngineConfig, SimulationResult
 from batfeed.engine.events import ExternalEvent
@@ -61,6 +63,7 @@ class Finished:
         self.id, self.state, self.kill_requested, self.metadata = id, state, kill_requested, ""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class EngineState:
     """The state of a run (see the module docstring); the layers above add what changes it."""
 
@@ -84,12 +87,12 @@ class EngineState:
             self.host_delay = [net.message_delay(h.name, platform.master) for h in platform.compute]
         timed = self.master_delay != (0.0, 0.0) or any(d != (0.0, 0.0) for d in self.host_delay)
         # sleeps: exact dates while nothing can round, else SimGrid's own steps (clock.py)
-        self.timers: ExactTimers | SimGridTimers = SimGridTimers() if timed else ExactTimers()
+        self.timers: Any = SimGridTimers() if timed else ExactTimers()
         self.woken: list = []               # sleeps that ended during the last message's step
         self.seq = 0
         self.queue: deque[tuple[int, Any, Any]] = deque()   # the server's mailbox
         self.out: list[tuple] = []                          # events gathered for the next message
-        self.deferred: list[tuple[float, int, Any]] = []    # sleeps of actors created by a decision
+        self.deferred: list[tuple[float, int, Any, Any]] = []    # sleeps of actors created by a decision
         self.killing: list[tuple] = []                      # killers started by a decision
         self.kd_wait: list[tuple[int, Any, Any]] = []       # KILLING_DONE posted after the next receive
         self.late_posts: list[tuple[int, Any, Any]] = []    # -E: posted once this instant's actors are blocked
@@ -212,7 +215,7 @@ class EngineState:
         t = self.tracer
         states = {s: 0 for s in FINAL_STATES}
         for j in self.jobs.values():
-            state = j if type(j) is str else j.state
+            state = j if isinstance(j, str) else j.state
             if state in states:
                 states[state] += 1
         counts = {"submitted": self.nb_submitted, **{s.lower(): n for s, n in states.items()}}

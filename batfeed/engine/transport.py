@@ -124,7 +124,7 @@ class ZmqTransport:
         if timeout_s is not None and not timeout_s > 0:
             raise BatfeedError(f"the timeout must be > 0 seconds (got {timeout_s:g})")
         self.endpoint = endpoint
-        self.context = zmq.Context.instance()
+        self.context: Any = zmq.Context.instance()
         self.socket = self.context.socket(zmq.REQ)
         self.socket.setsockopt(zmq.LINGER, 0)
         self.timeout_s = timeout_s

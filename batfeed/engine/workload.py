@@ -226,12 +226,13 @@ def parse_profile(name: str, data: Any, where: str) -> Profile:
     if not isinstance(ret, int) or isinstance(ret, bool):
         raise InputError(f"profile '{name}': 'ret' must be an integer", where)
     if ptype == "delay":
-        delay = data.get("delay")
+        delay: Any = data.get("delay")
         if not _is_number(delay) or delay <= 0:
             raise InputError(f"profile '{name}': 'delay' must be a number > 0 (got {delay!r})", where)
         return Profile(name, ptype, float(delay), ret, data, _wire(data))
     if ptype in ("parallel_homogeneous", "parallel_homogeneous_total"):
-        cpu, com = data.get("cpu"), data.get("com")
+        cpu: Any = data.get("cpu")
+        com: Any = data.get("com")
         if not _is_number(cpu) or cpu < 0 or not _is_number(com) or com < 0:
             raise InputError(f"profile '{name}' ({ptype}): 'cpu' and 'com' must be numbers >= 0", where)
         return Profile(name, ptype, float(cpu), ret, data, _wire(data), com=float(com))
@@ -277,18 +278,18 @@ def resolve_composed(profiles: dict[str, Profile], where: str, names: Any = None
         path = [prof]
         stack = [iter(prof.subs)]
         while stack:
-            sub = next(stack[-1], None)
-            if sub is None:
+            nxt = next(stack[-1], None)
+            if nxt is None:
                 stack.pop()
                 path.pop()
-            elif any(sub is p for p in path):
-                at = next(i for i, p in enumerate(path) if p is sub)
-                cycle = " -> ".join(p.name for p in path[at:]) + f" -> {sub.name}"
-                raise InputError(f"composed profile '{sub.name}' contains itself ({cycle}): Batsim would recurse "
+            elif any(nxt is p for p in path):
+                at = next(i for i, p in enumerate(path) if p is nxt)
+                cycle = " -> ".join(p.name for p in path[at:]) + f" -> {nxt.name}"
+                raise InputError(f"composed profile '{nxt.name}' contains itself ({cycle}): Batsim would recurse "
                                  "forever", where)
-            elif sub.subs:
-                path.append(sub)
-                stack.append(iter(sub.subs))
+            elif nxt.subs:
+                path.append(nxt)
+                stack.append(iter(nxt.subs))
 
 
 def check_csv_name(text: str, what: str, where: str) -> None:
@@ -327,7 +328,7 @@ def parse_job(data: Any, workload: str, profiles: dict[str, Profile], where: str
         raise InputError("a job has no 'id'", where)
     full_id, name = split_job_id(data["id"], workload, where)
     ctx = f"job {full_id}: "
-    sub = data.get("subtime")
+    sub: Any = data.get("subtime")
     if not _is_number(sub):
         raise InputError(ctx + f"'subtime' must be a number (got {sub!r})", where)
     res = data.get("res")
