@@ -1,20 +1,25 @@
-"""The compiled kernel: the hot modules compiled by Cython, the same ``.py`` files kept as the reference.
+"""The compiled kernel: the hot modules compiled by mypyc or Cython, the same ``.py`` files kept as the reference.
 
 The modules of :data:`MODULES` (the engine's event loop and state, the scheduling core) are plain
-Python.  ``python -m batfeed.kernel build`` (run by ``scripts/bootstrap.sh`` and the Docker image)
-compiles each of them, unchanged, with Cython into ``batfeed/_kernel/`` and records the SHA-256 of
-every source it compiled.  At run time a finder placed first on ``sys.meta_path`` loads the compiled
+Python.  ``python -m batfeed.kernel_build`` (run by ``scripts/bootstrap.sh`` and the Docker image)
+compiles them, unchanged, into ``batfeed/_kernel/``: :data:`MYPYC_MODULES` with mypyc (one group,
+sharing the library ``batfeed/_kernel/mypyc__mypyc*.so``), :data:`CYTHON_MODULES` with Cython.  It
+records the SHA-256 of every source it compiled and of the batfeed modules they import (mypyc relies on
+their annotations).  At run time a finder placed first on ``sys.meta_path`` loads the compiled
 module instead of the source when
 
 - ``BATFEED_PURE`` is unset or ``0`` and :func:`select` did not ask for the pure path, and
 - every compiled module is present and was built from the sources as they are now (one edited
-  ``.py`` and the whole kernel is set aside, with one warning line, until the next build).
+  ``.py``, of a compiled module or of a batfeed module one imports, and the whole kernel is set aside,
+  with one warning line, until the next build).
 
 Otherwise every module is imported from its ``.py``: the pure-Python path, which the tests run too
 (``tests/test_kernel.py``; CI runs the conformance and equivalence tests with ``BATFEED_PURE=1``).
-Compilation does not change what the code computes: annotations are not used as C types
-(``annotation_typing=False``), so every value stays the Python object it is in the pure path.
-docs/kernel.md explains the choice (measured against other techniques) and how to work with it.
+Compilation does not change what the code computes: Cython does not use annotations as C types
+(``annotation_typing=False``); mypyc does, so the compiled modules annotate as ``float`` only values
+that are floats on the pure path too (mypyc would turn an int into a float), and ``tests/test_kernel.py``
+requires byte-identical outputs on both paths.  docs/kernel.md explains the choice (measured against
+other techniques) and how to work with it.
 """
 
 from __future__ import annotations
@@ -24,14 +29,40 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Modules compiled into the kernel: those measured to run faster compiled (docs/kernel.md, "What is
-#: compiled and why": compiled as they are, the engine and the EASY core run 1-4 % slower, since
-#: CPython 3.11's specialised attribute access beats Cython's generic one on untyped classes).
-MODULES: tuple[str, ...] = (
+#: Compiled by mypyc (docs/kernel.md, "mypyc"): the engine's classes become native classes (attribute
+#: reads are struct reads), which cuts the whole EASY command by about a fifth.  One group: they call
+#: each other natively.  ``direct`` stays interpreted: crash reports find the scheduler's frame by
+#: ``DirectDriver.exchange.__code__``, which a compiled function does not have.
+MYPYC_MODULES: tuple[str, ...] = (
+    "batfeed.engine.actors",
+    "batfeed.engine.clock",
+    "batfeed.engine.decisions",
+    "batfeed.engine.executor",
+    "batfeed.engine.intervals",
+    "batfeed.engine.kinds",
+    "batfeed.engine.longdouble",
+    "batfeed.engine.machines",
+    "batfeed.engine.messages",
+    "batfeed.engine.outputs",
+    "batfeed.engine.protocol",
+    "batfeed.engine.ptask",
+    "batfeed.engine.simulator",
+    "batfeed.engine.state",
+    "batfeed.engine.workload",
+    "batfeed.schedulers.jobqueue",
+    "batfeed.schedulers.policies",
+    "batfeed.schedulers.profile",
+)
+#: Compiled by Cython: the step function of conservative backfilling and its compression (compiled as
+#: they are, the engine and the EASY core run 1-4 % slower with Cython, since CPython 3.11's specialised
+#: attribute access beats Cython's generic one on untyped classes).
+CYTHON_MODULES: tuple[str, ...] = (
     "batfeed.schedulers.compression",
     "batfeed.schedulers.step_profile",
     "batfeed.schedulers.steps",
 )
+MODULES: tuple[str, ...] = MYPYC_MODULES + CYTHON_MODULES
+MYPYC_GROUP = "batfeed._kernel.mypyc"   # its shared library: batfeed._kernel.mypyc__mypyc (mypyc's naming)
 
 DIR = Path(__file__).resolve().parent / "_kernel"
 ROOT = DIR.parent.parent              # the stamp's source paths are relative to it (repository or site-packages)
@@ -87,11 +118,31 @@ def _decide() -> dict[str, Any]:
         except OSError:
             changed = rec["source"]
         if changed:
-            return {"path": "pure", "warn": True, "modules": {},
-                    "why": f"compiled kernel is stale ({changed} changed since it was built; "
-                           "scripts/bootstrap.sh rebuilds it)"}
+            return _stale(changed)
         files[name] = str(so)
-    return {"path": "compiled", "why": f"Cython {stamp.get('cython', '?')}", "modules": files}
+    for rel, sha in stamp.get("deps", {}).items():     # the batfeed modules mypyc read, not compiled
+        try:
+            same = _digest(ROOT / rel) == sha
+        except OSError:
+            same = False
+        if not same:
+            return _stale(rel)
+    lib = stamp.get("mypyc_lib")
+    if lib is not None and not (DIR / lib).is_file():
+        return _stale(lib)
+    return {"path": "compiled", "why": _tools(stamp), "modules": files}
+
+
+def _stale(changed: str) -> dict[str, Any]:
+    return {"path": "pure", "warn": True, "modules": {},
+            "why": f"compiled kernel is stale ({changed} changed since it was built; "
+                   "scripts/bootstrap.sh rebuilds it)"}
+
+
+def _tools(stamp: dict[str, Any]) -> str:
+    """``mypyc 2.4.1, Cython 3.3.1``: the compilers that built the kernel."""
+    return ", ".join(f"{tool} {stamp[key]}" for tool, key in (("mypyc", "mypyc"), ("Cython", "cython"))
+                     if stamp.get(key))
 
 
 def state() -> dict[str, Any]:

@@ -1,16 +1,20 @@
 """Builds the compiled kernel: ``python -m batfeed.kernel_build [--force] [--jobs N]``.
 
-Each module of :data:`batfeed.kernel.MODULES` is compiled, unchanged, by Cython (``cythonize``) and
-the C compiler setuptools finds (``build_ext``), into ``batfeed/_kernel/<module><EXT_SUFFIX>``, with
-the augmenting ``.pxd`` next to its ``.py`` when there is one (C types for its classes, docs/kernel.md);
-``build.json`` records the Python, Cython and the SHA-256 of each source and ``.pxd`` (see batfeed/kernel.py).
-Nothing to do when the kernel is up to date.  Without Cython, setuptools or a C compiler, one
-warning line says so and the exit status is 0: batfeed then runs on the pure-Python path.
+The modules of :data:`batfeed.kernel.MYPYC_MODULES` are compiled, unchanged, by mypyc (``mypycify``,
+one group: per module a small extension that loads the group's library ``mypyc__mypyc``); those of
+:data:`batfeed.kernel.CYTHON_MODULES` by Cython (``cythonize``), with the augmenting ``.pxd`` next to
+its ``.py`` when there is one (C types for its classes, docs/kernel.md).  The C compiler is the one
+setuptools finds (``build_ext``); the results go to ``batfeed/_kernel/<module><EXT_SUFFIX>``.
+``build.json`` records the Python, the compilers, the SHA-256 of each source and ``.pxd`` and of the
+batfeed modules the mypyc group imports (see batfeed/kernel.py).  Nothing to do when the kernel is up
+to date.  Without mypy, Cython, setuptools or a C compiler, or when a compilation fails, one warning
+line says so and the exit status is 0: batfeed then runs on the pure-Python path.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import os
@@ -20,6 +24,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from batfeed import kernel
 
@@ -51,9 +56,49 @@ def up_to_date(srcs: dict[str, str]) -> bool:
     mods = stamp.get("modules", {})
     if set(mods) != set(srcs):
         return False
-    return all(mods[n]["source"] == _rel(p) and (kernel.DIR / mods[n]["so"]).is_file()
+    if not all(mods[n]["source"] == _rel(p) and (kernel.DIR / mods[n]["so"]).is_file()
                and kernel._digest(p) == mods[n]["sha256"] and kernel._pxd_digest(p) == mods[n].get("pxd_sha256")
-               for n, p in srcs.items())
+               for n, p in srcs.items()):
+        return False
+    lib = stamp.get("mypyc_lib")
+    if kernel.MYPYC_MODULES and (lib is None or not (kernel.DIR / lib).is_file()):
+        return False
+    deps = stamp.get("deps", {})
+    return deps == _deps(srcs) if kernel.MYPYC_MODULES else not deps
+
+
+def _module_file(name: str) -> str | None:
+    spec = importlib.util.find_spec(name)
+    return spec.origin if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+
+
+def _deps(srcs: dict[str, str]) -> dict[str, str]:
+    """Relative path -> SHA-256 of the batfeed modules the mypyc group imports, directly or through one
+    another, that it does not compile: mypyc compiles against their annotations (e.g. it checks the type
+    of a value read from one of their classes), so an edit there sets the kernel aside too."""
+    todo = [srcs[n] for n in kernel.MYPYC_MODULES]
+    seen: set[str] = set(todo)
+    out: dict[str, str] = {}
+    while todo:
+        path = todo.pop()
+        for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if name.split(".")[0] != "batfeed" or name in kernel.MYPYC_MODULES:
+                    continue
+                try:
+                    file = _module_file(name)
+                except (ImportError, ValueError):
+                    file = None
+                if file is not None and file not in seen:
+                    seen.add(file)
+                    todo.append(file)
+                    out[_rel(file)] = kernel._digest(file)
+    return dict(sorted(out.items()))
 
 
 def _stage(srcs: dict[str, str], root: Path) -> dict[str, str]:
@@ -77,6 +122,8 @@ def _stage(srcs: dict[str, str], root: Path) -> dict[str, str]:
 def _missing_tool() -> str | None:
     try:
         import Cython  # noqa: F401
+        import mypy  # noqa: F401
+        import mypyc  # noqa: F401
         import setuptools  # noqa: F401
     except ImportError as e:
         return f"{e.name} is not installed"
@@ -98,24 +145,28 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = False) -> int:
               file=sys.stderr)
         return 0
     import Cython
+    import mypy.version
     from Cython.Build import cythonize
     from setuptools import Distribution, Extension
 
     t0 = time.perf_counter()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     kernel.DIR.mkdir(exist_ok=True)
+    cy_srcs = {n: p for n, p in srcs.items() if n in kernel.CYTHON_MODULES}
     with tempfile.TemporaryDirectory(prefix="batfeed-kernel-") as tmp:
-        staged = _stage(srcs, Path(tmp, "src"))
-        exts = [Extension(n, [p], extra_compile_args=["-O2", "-g0"]) for n, p in staged.items()]
-        exts = cythonize(exts, build_dir=os.path.join(tmp, "c"), compiler_directives=DIRECTIVES,
-                         include_path=[os.path.join(tmp, "src")], nthreads=jobs, quiet=True)
-        lib = Path(tmp, "lib")
-        dist = Distribution({"ext_modules": exts, "script_args": [
-            "build_ext", "--build-lib", str(lib), "--build-temp", os.path.join(tmp, "o"), "-j", str(jobs)]})
-        dist.parse_command_line()
         try:
+            exts = _mypyc_extensions(Path(tmp, "mypyc"), jobs) if kernel.MYPYC_MODULES else []
+            staged = _stage(cy_srcs, Path(tmp, "src"))
+            cy_exts = [Extension(n, [p], extra_compile_args=["-O2", "-g0"]) for n, p in staged.items()]
+            if cy_exts:
+                exts += cythonize(cy_exts, build_dir=os.path.join(tmp, "c"), compiler_directives=DIRECTIVES,
+                                  include_path=[os.path.join(tmp, "src")], nthreads=jobs, quiet=True)
+            lib = Path(tmp, "lib")
+            dist = Distribution({"ext_modules": exts, "script_args": [
+                "build_ext", "--build-lib", str(lib), "--build-temp", os.path.join(tmp, "o"), "-j", str(jobs)]})
+            dist.parse_command_line()
             dist.run_commands()
-        except (Exception, SystemExit) as e:      # distutils reports a compiler failure by SystemExit
+        except (Exception, SystemExit) as e:      # mypyc and distutils report failures by SystemExit
             print(f"batfeed: warning: compiled kernel not built ({type(e).__name__}: {e}): "
                   "batfeed runs on pure Python", file=sys.stderr)
             return 0
@@ -127,16 +178,49 @@ def build(jobs: int = 2, force: bool = False, quiet: bool = False) -> int:
             so = n + suffix
             shutil.move(str(built), kernel.DIR / so)
             modules[n] = {"source": _rel(p), "sha256": kernel._digest(p), "so": so}
+            if n in kernel.MYPYC_MODULES:
+                modules[n]["backend"] = "mypyc"
             if kernel._pxd_digest(p) is not None:
                 modules[n]["pxd_sha256"] = kernel._pxd_digest(p)
-    stamp = {"python": sys.implementation.cache_tag, "cython": Cython.__version__, "modules": modules}
+        stamp: dict[str, object] = {"python": sys.implementation.cache_tag, "cython": Cython.__version__}
+        if kernel.MYPYC_MODULES:
+            group_lib = kernel.MYPYC_GROUP + "__mypyc"
+            mypyc_lib = group_lib.rsplit(".", 1)[1] + suffix
+            shutil.move(str(lib.joinpath(*group_lib.split(".")[:-1], mypyc_lib)), kernel.DIR / mypyc_lib)
+            stamp.update(mypyc=mypy.version.__version__, mypyc_lib=mypyc_lib, deps=_deps(srcs))
+        stamp["modules"] = modules
     tmp_stamp = kernel.STAMP.with_suffix(".tmp")
     tmp_stamp.write_text(json.dumps(stamp, indent=1) + "\n")
     tmp_stamp.replace(kernel.STAMP)
     if not quiet:
         print(f"batfeed kernel: {len(modules)} modules compiled in {time.perf_counter() - t0:.0f} s "
-              f"(Cython {Cython.__version__}) into {kernel.DIR}")
+              f"({kernel._tools(stamp)}) into {kernel.DIR}")
     return 0
+
+
+def _mypyc_extensions(root: Path, jobs: int) -> list[Any]:
+    """mypyc's extensions for :data:`batfeed.kernel.MYPYC_MODULES` (one group), compiled from a copy of
+    the batfeed package with ``batfeed.schedulers`` inside it, where mypy finds every module they import."""
+    from mypyc.build import mypycify
+
+    pkg = root / "batfeed"
+    skip = shutil.ignore_patterns("_kernel", "__pycache__", "*.so", "*.c")
+    shutil.copytree(kernel.DIR.parent, pkg, ignore=skip)
+    spec = importlib.util.find_spec("batfeed.schedulers")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("batfeed.kernel_build: batfeed.schedulers not found")
+    sched = Path(list(spec.submodule_search_locations)[0])
+    if sched.resolve() != (kernel.DIR.parent / "schedulers").resolve():   # the source layout: schedulers/
+        shutil.rmtree(pkg / "schedulers", ignore_errors=True)
+        shutil.copytree(sched, pkg / "schedulers", ignore=skip)
+    paths = [str(Path(*n.split(".")).with_suffix(".py")) for n in kernel.MYPYC_MODULES]
+    here = os.getcwd()
+    os.chdir(root)              # mypy finds the staged batfeed first; its cache stays in the build directory
+    try:
+        return list(mypycify(paths + ["--ignore-missing-imports"], opt_level="3", debug_level="0",
+                             group_name=kernel.MYPYC_GROUP, target_dir=str(root / "c")))
+    finally:
+        os.chdir(here)
 
 
 def main(argv: list[str] | None = None) -> int:

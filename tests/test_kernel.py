@@ -114,6 +114,32 @@ def test_an_added_edited_or_removed_pxd_makes_the_kernel_stale(tmp_path: Path, m
     assert "pkg/mod.pxd changed" in kernel._decide()["why"]
 
 
+def test_an_edited_import_or_a_missing_mypyc_library_makes_the_kernel_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # mypyc compiles against the annotations of the batfeed modules the group imports (build.json "deps"),
+    # and its modules load the group's shared library
+    src, dep, kdir = tmp_path / "pkg" / "mod.py", tmp_path / "pkg" / "dep.py", tmp_path / "pkg" / "_kernel"
+    kdir.mkdir(parents=True)
+    src.write_text("from pkg.dep import y\n")
+    dep.write_text("y = 1\n")
+    (kdir / "m.so").write_bytes(b"")
+    (kdir / "lib.so").write_bytes(b"")
+    for name, value in (("DIR", kdir), ("STAMP", kdir / "build.json"), ("ROOT", tmp_path),
+                        ("MODULES", ("pkg.mod",)), ("_choice", None)):
+        monkeypatch.setattr(kernel, name, value)
+    monkeypatch.delenv(kernel.ENV, raising=False)
+    rec = {"source": "pkg/mod.py", "sha256": kernel._digest(src), "so": "m.so", "backend": "mypyc"}
+    kernel.STAMP.write_text(json.dumps({"python": sys.implementation.cache_tag, "mypyc": "2", "mypyc_lib": "lib.so",
+                                        "deps": {"pkg/dep.py": kernel._digest(dep)}, "modules": {"pkg.mod": rec}}))
+    fresh = kernel._decide()
+    assert fresh["path"] == "compiled" and fresh["why"] == "mypyc 2"
+    dep.write_text("y = 1.0\n")
+    assert "pkg/dep.py changed" in kernel._decide()["why"]
+    dep.write_text("y = 1\n")
+    (kdir / "lib.so").unlink()
+    assert "lib.so changed" in kernel._decide()["why"]
+
+
 def test_sources_are_staged_at_their_module_path_with_their_pxd(tmp_path: Path) -> None:
     # schedulers/x.py is installed as batfeed.schedulers.x: Cython finds x.pxd (and a .pxd cimporting
     # another) only in that package layout, which kernel_build recreates in its build directory
