@@ -185,8 +185,9 @@ class Job:
         """The job's JSON object as Batsim forwards it (full id, doubles with 6 decimals); a loaded
         :data:`Packed` record is unpacked (and rounded) on the first read and kept."""
         js = self._js
-        if type(js) is Packed:
-            js = self._js = _wire(unpack(js, self.id))
+        if isinstance(js, tuple):                # a Packed record (JSON itself gives no tuples)
+            data = self._js = _wire(unpack(js, self.id))
+            return data
         return js
 
     @json_dict.setter
