@@ -119,6 +119,7 @@ class Maui(MauiCounts):
         self.profile.prune_windows(now)
         self._ended = False
         wq.new = []
+        self.defer.select_all(now)      # MQueueSelectAllJobs's defers first (maui_defer.py)
         if self.limits is not None:     # Maui's MQueueSelectAllJobs runs even when nothing can start
             self.limits.begin()
             wq.refresh(now)

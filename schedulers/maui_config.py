@@ -38,6 +38,11 @@ JOBMAXOVERRUN               (none)        checked against the workload: Batsim's
                                           the request + it (``batfeed convert --overrun``); -1 none
 NODEALLOCATIONPOLICY        LASTAVAILABLE FIRSTAVAILABLE, LASTAVAILABLE, MINRESOURCE, CPULOAD (which
                                           nodes a job gets: maui_nodes.py ``Plan.pick_now``)
+DEFERTIME                   01:00:00      how long a job Maui cannot run is deferred (maui_defer.py);
+                                          0 or negative: never deferred; INFINITY
+DEFERCOUNT                  24            defers after which the job is held for good (rejected);
+                                          0: never
+DEFERSTARTCOUNT             1             read, no effect (a Batsim start never fails)
 ==========================  ============  ==================================================
 
 Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``
@@ -145,6 +150,10 @@ SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
     "JOBMAXOVERRUN": ("jobmaxoverrun", "overrun"),
     "XFMINWCLIMIT": ("xfminwclimit", "duration"),
     "NODEALLOCATIONPOLICY": ("nodeallocationpolicy", "nalloc"),
+    # defer holds (maui_defer.py)
+    "DEFERTIME": ("defertime", "defertime"),
+    "DEFERCOUNT": ("defercount", "int"),
+    "DEFERSTARTCOUNT": ("deferstartcount", "int"),
 }
 
 CHOICES = {
@@ -219,6 +228,10 @@ class MauiConfig:
     jobmaxoverrun: float | None = None
     nodeallocationpolicy: str = "LASTAVAILABLE"
     xfminwclimit: float = 120.0      # msched.h DEFAULT_XFMINWCLIMIT
+    # defer holds (maui_defer.py; msched.h DEFAULT_DEFERTIME, DEFAULT_DEFERCOUNT, DEFAULT_DEFERSTARTCOUNT)
+    defertime: float = 3600.0        # <= 0: defer disabled (MJob.c MJobSetHold)
+    defercount: int = 24             # 0: never a batch hold
+    deferstartcount: int = 1         # no effect: Batsim starts every job it is asked to
     users: dict[str, Cred] = field(default_factory=dict)
     groups: dict[str, Cred] = field(default_factory=dict)
     accounts: dict[str, Cred] = field(default_factory=dict)
@@ -289,6 +302,13 @@ def _value(kind: str, text: str) -> Any:
         raise ValueError(f"not a boolean (TRUE/FALSE): {text!r}")
     if kind == "duration":
         return parse_duration(text)
+    if kind == "defertime":         # MTime.c MUTimeFromString: raw seconds (<= 0: defer disabled), INFINITY
+        t = text.strip()
+        if t.upper() == "INFINITY":
+            return math.inf
+        if re.fullmatch(r"-\d+", t):
+            return float(t)
+        return parse_duration(t)
     if kind == "overrun":           # -1: no limit (MLimit.c MLimitEnforceAll skips JobWCX < 0)
         return math.inf if text.strip() == "-1" else parse_duration(text)
     if kind == "decay":

@@ -14,6 +14,7 @@ from typing import Any
 from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_defer import Defer
 from batfeed.schedulers.maui_fairshare import PollFairshare, make_fairshare
 from batfeed.schedulers.maui_limits import CredLimits, never, over
 from batfeed.schedulers.maui_nodes import Plan
@@ -118,6 +119,7 @@ class MauiCore(BackfillScheduler):
         self.plan = Plan()
         self._overrun: list[tuple[float, Job]] = []               # (release poll, job) of timed-out jobs
         self.limits = CredLimits.make(self)
+        self.defer = Defer(self)
         if self.limits is not None:
             self._static = False     # queue times restart while a limit blocks a job
         self._overrun_checked = False
@@ -282,6 +284,7 @@ class MauiCore(BackfillScheduler):
             u[0] += e.q
             u[1] += 1
         self.fs.start(info.keys, e.q, now)
+        self.defer.started(e.id)
         if self.limits is not None:
             self.limits.started(e, now)
 
@@ -382,6 +385,8 @@ class MauiCore(BackfillScheduler):
         """Blocked now by a credential (its soft limit; ``hard``: the backfill's hard limit) or class limit,
         or by a negative priority (REJECTNEGPRIOJOBS)."""
         cfg = self.cfg
+        if self.defer.held(e):                       # deferred, or more machines than are up (maui_defer)
+            return True
         if cfg.rejectnegpriojobs and -e.kp[0] < 0:   # MPolicy.c MQueueSelectAllJobs
             self._neg_held[e.id] = e
             return True

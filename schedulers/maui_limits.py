@@ -129,6 +129,8 @@ class CredLimits:
                     u[1] += 1
                 continue
             info = s.info[e.id]
+            if s.defer.held(e):
+                continue         # held or deferred (maui_defer.py): skipped before the limits, as REJECTNEGPRIOJOBS
             if s.cfg.rejectnegpriojobs and -e.kp[0] < 0:
                 continue         # REJECTNEGPRIOJOBS: not selected, so its EffQueueDuration stays as it was
             if info.cred_limits and over(info, e.q, use, hard=True):

@@ -24,14 +24,18 @@ REF = Path(__file__).resolve().parent.parent.parent / "data" / "maui_ref"
 
 
 def recording(name: str, ref: Path = REF) -> dict[str, dict]:
-    """Maui's records of scenario ``name``: job -> {submit, start, end, hosts} (times from ``T0``)."""
+    """Maui's records of scenario ``name``: job -> {submit, start, end, hosts} (times from ``T0``; start and
+    end None for a job Maui held or removed, which never ran)."""
     with open(ref / f"{name}.csv", newline="") as fh:
-        return {r["job"]: {"submit": int(r["submit"]) - T0, "start": int(r["start"]) - T0,
-                           "end": int(r["end"]) - T0, "hosts": r["hosts"]} for r in csv.DictReader(fh)}
+        return {r["job"]: {"submit": int(r["submit"]) - T0, "start": int(r["start"]) - T0 if r["start"] else None,
+                           "end": int(r["end"]) - T0 if r["end"] else None, "hosts": r["hosts"]}
+                for r in csv.DictReader(fh)}
 
 
-def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str, tuple[float, str]]:
-    """batfeed's start time (from ``T0``) and machines (``0;3;4``) of every job of ``sc``."""
+def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str, tuple[float | None, str]]:
+    """batfeed's start time (from ``T0``) and machines (``0;3;4``) of every job of ``sc`` (None, "" for a
+    rejected job).  The scenario's down and drained nodes are unavailable from time 0 (a Batsim events
+    file, as ``batfeed convert`` writes for a Maui resource trace's DEFINED/DRAINED nodes)."""
     work.mkdir(parents=True, exist_ok=True)
     platform = write_homogeneous_platform(work / "platform.xml", sc.nodes)
     profiles: dict[str, dict] = {}
@@ -46,9 +50,16 @@ def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str,
     cfg = work / "maui.cfg"
     cfg.write_text(sc.cfg_text())
     opts = {"config": str(cfg), "interval": sc.poll, "poll": True, **(options or {})}
-    run_simulation(platform, [wl], scheduler="maui", options=opts, export=work / "out", machine_states=False)
+    events = []
+    if sc.down or sc.drained:
+        events.append(work / "events.txt")
+        events[0].write_text(json.dumps({"timestamp": 0, "type": "machine_unavailable",
+                                         "resources": " ".join(map(str, sorted(sc.down + sc.drained)))}) + "\n")
+    run_simulation(platform, [wl], scheduler="maui", options=opts, events=events, export=work / "out",
+                   machine_states=False)
     with open(work / "out_jobs.csv", newline="") as fh:
-        return {r["job_id"].split("!")[-1]: (float(r["starting_time"]), _machines(r["allocated_resources"]))
+        return {r["job_id"].split("!")[-1]: ((float(r["starting_time"]), _machines(r["allocated_resources"]))
+                                             if r["starting_time"] else (None, ""))
                 for r in csv.DictReader(fh)}
 
 
@@ -66,7 +77,7 @@ class Diff:
     """How batfeed's starts differ from Maui's on one scenario."""
 
     jobs: int                # jobs
-    differing: int           # jobs not started at Maui's poll
+    differing: int           # jobs not started at Maui's poll (or run by one of the two only)
     hosts_differing: int     # jobs given another set of nodes than Maui's
     within_one_poll: int     # jobs within one poll of Maui's start
     mean_wait_diff: float    # batfeed's mean wait − Maui's, s
@@ -78,11 +89,15 @@ def compare(ref: dict[str, dict], sim: dict[str, tuple[float, str]], poll: float
     if set(ref) != set(sim):
         raise AssertionError(f"job sets differ: {sorted(set(ref) ^ set(sim))[:5]}")
     got = {j: v[0] for j, v in sim.items()}
+    never = [j for j, r in ref.items() if r["start"] is None or got[j] is None]   # run by neither, or one only
+    ran = {j: r for j, r in ref.items() if r["start"] is not None and got[j] is not None}
     hosts = sum(sorted(map(int, sim[j][1].split(";"))) != sorted(map(int, r["hosts"].split(";")))
-                for j, r in ref.items())
-    diff = sorted((r["start"], j) for j, r in ref.items() if abs(got[j] - r["start"]) > 1e-6)
-    near = sum(abs(got[j] - r["start"]) <= poll + 1e-6 for j, r in ref.items())
-    mw = sum(got[j] - r["start"] for j, r in ref.items()) / len(ref)
+                for j, r in ran.items())
+    diff = sorted((r["start"], j) for j, r in ran.items() if abs(got[j] - r["start"]) > 1e-6)
+    diff += [(-1.0, j) for j in never if (ref[j]["start"] is None) != (got[j] is None)]
+    near = sum(abs(got[j] - r["start"]) <= poll + 1e-6 for j, r in ran.items())
+    near += sum(ref[j]["start"] is None and got[j] is None for j in never)
+    mw = sum(got[j] - r["start"] for j, r in ran.items()) / max(1, len(ran))
     return Diff(len(ref), len(diff), hosts, near, round(mw, 3), [(j, ref[j]["start"], got[j]) for _, j in diff[:5]])
 
 

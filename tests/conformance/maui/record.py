@@ -10,7 +10,9 @@ For each scenario a fresh Maui home directory is written (:func:`conformance.mau
 ``$MAUI`` runs in it (``MAUIHOMEDIR``; it listens on a free loopback port) until the trace is done, and
 ``<out>/<name>.csv`` receives ``job,tasks,submit,start,end,hosts`` per job from ``stats/simstat.out``
 (hosts: the 0-based node indices Maui allocated, ``;``-separated); ``<out>/MAUI_COMMIT`` the binary's
-build commit when ``$MAUI/../../COMMIT`` exists.  A run that misses a job or fails is an error.  With
+build commit when ``$MAUI/../../COMMIT`` exists.  A job Maui held or removed (MJob.c ``MJobSetHold``, which
+the simulator logs at every LOGLEVEL) has no simstat record: it is written with empty start, end and
+hosts (it never ran).  A run that misses any other job or fails is an error.  With
 fairshare on, Maui steps through idle gaps (``MAUI_SIM_IDLEJUMP=off``, :func:`fairshare`).
 """
 
@@ -72,15 +74,16 @@ def hosts(field: str) -> str:
 def run(sc: Scenario, maui: str, home: Path, timeout: float) -> list[dict]:
     """Run ``maui`` on ``sc`` in ``home``; Maui's records, one per job."""
     t = time.monotonic()
-    recs = run_jobs(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), maui, home, timeout)
+    recs = run_jobs(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), maui, home, timeout, sc)
     print(f"{sc.name}: {len(recs)} jobs in {time.monotonic() - t:.1f} s")
     return recs
 
 
 def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, home: Path,
-             timeout: float) -> list[dict]:
-    """Run ``maui`` on jobs ``js`` in a fresh home ``home``; its records, one per job, by job name."""
-    write_jobs_home(js, nodes, poll, cfg_text, home, free_port())
+             timeout: float, sc: Scenario | None = None) -> list[dict]:
+    """Run ``maui`` on jobs ``js`` in a fresh home ``home`` (node states and classes of ``sc``); its
+    records, one per job, by job name (start None: Maui held or removed the job)."""
+    write_jobs_home(js, nodes, poll, cfg_text, home, free_port(), sc)
     env = {**os.environ, "MAUIHOMEDIR": str(home)}
     if fairshare(cfg_text):
         env["MAUI_SIM_IDLEJUMP"] = "off"    # step through idle gaps: windows then rotate as without the jump
@@ -88,12 +91,28 @@ def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, hom
         subprocess.run([maui], cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
                        check=False)
     recs = parse_simstat(home / "stats" / "simstat.out")
-    want = {j.name for j in js}
+    want = {j.name: j for j in js}
     got = {r["job"] for r in recs}
-    if got != want:
-        raise RuntimeError(f"Maui recorded {len(got)} of {len(want)} jobs (missing {sorted(want - got)[:5]}); "
-                           f"see {home}")
+    held = held_jobs(home / "log" / "maui.log")
+    lost = sorted(set(want) - got - held)
+    if lost or not got <= set(want):
+        raise RuntimeError(f"Maui recorded {len(got)} of {len(want)} jobs (missing {lost[:5]}); see {home}")
+    recs += [{"job": n, "tasks": want[n].tasks, "submit": want[n].submit, "start": None, "end": None, "hosts": ""}
+             for n in sorted(set(want) - got)]
     return sorted(recs, key=lambda r: r["job"])
+
+
+def held_jobs(log: Path) -> set[str]:
+    """The jobs MJob.c ``MJobSetHold`` held or removed: its trace line ``MJobSetHold(<job>,...`` (DBG 0 in
+    simulation mode)."""
+    if not log.exists():
+        return set()
+    out = set()
+    for line in log.read_text(errors="replace").splitlines():
+        i = line.find("MJobSetHold(")
+        if i >= 0:
+            out.add(line[i + len("MJobSetHold("):].split(",", 1)[0])
+    return out
 
 
 def write(sc: Scenario, recs: list[dict], out: Path) -> None:
@@ -102,7 +121,8 @@ def write(sc: Scenario, recs: list[dict], out: Path) -> None:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(["job", "tasks", "submit", "start", "end", "hosts"])
         for r in recs:
-            w.writerow([r["job"], r["tasks"], r["submit"], r["start"], r["end"], hosts(r["hosts"])])
+            w.writerow([r["job"], r["tasks"], r["submit"], "" if r["start"] is None else r["start"],
+                        "" if r["end"] is None else r["end"], hosts(r["hosts"])])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,10 @@ class Scenario:
     users: int = 4
     classes: tuple[str, ...] = ()      # if set, user u<i> submits to classes[i % len(classes)]
     accounts: bool = False             # user u<i> charges account p<i % 3>
+    # --- node states and classes (issue 29: defers, downtimes, Salomon) ---
+    down: tuple[int, ...] = ()         # nodes (0-based) DEFINED in the resource trace: Down throughout
+    drained: tuple[int, ...] = ()      # nodes DRAINED in the resource trace: Drained throughout
+    node_classes: tuple[tuple[int, int, tuple[str, ...]], ...] = ()   # (first, last node, its classes)
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -79,6 +83,8 @@ FS = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSINTERVAL 8640
 FS_ROLL = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSGROUPWEIGHT 50", "FSINTERVAL 3600",
            "FSDEPTH 4", "FSDECAY 0.5", "USERCFG[DEFAULT] FSTARGET=25", "GROUPCFG[g1] FSTARGET=30",
            "GROUPCFG[g2] FSTARGET=70")
+
+BIG = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8, 12, 15, 16)    # sizes with jobs wider than the up nodes
 
 SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # (a) Maui's default configuration (NODEALLOCATIONPOLICY LASTAVAILABLE, FIRSTFIT, depth 1)
@@ -145,4 +151,16 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
              njobs=300, seed=38, mean_iat=100.0, classes=("qa", "qb")),
     Scenario("fairshare_utilizedps_16n_60s", 16, 60, ("FSPOLICY UTILIZEDPS",) + FS_ROLL[1:], njobs=300,
              seed=18, mean_iat=100.0),
+    # --- defers, node states, Salomon (issue 29) ---
+    # nodes down for the whole run (the simulator's only downtime); jobs wider than the 14 up nodes deferred
+    Scenario("down_16n_5s", 16, 5, (), seed=40, down=(2, 9), sizes=BIG),
+    Scenario("drained_firstavailable_16n_5s", 16, 5, ("NODEALLOCATIONPOLICY FIRSTAVAILABLE",), seed=41,
+             drained=(0, 5, 6), sizes=BIG),
+    # DEFERTIME = RMPOLLINTERVAL: the simulator then really defers (else it removes the job), DEFERCOUNT holds
+    Scenario("defer_poll_16n_5s", 16, 5, ("DEFERTIME 00:00:05", "DEFERCOUNT 3"), seed=42, down=(15,), sizes=BIG),
+    Scenario("defer_poll_limits_16n_5s", 16, 5, ("DEFERTIME 5", "DEFERCOUNT 2", "USERCFG[DEFAULT] MAXJOB=3"),
+             seed=43, mean_iat=60.0, down=(0, 1), sizes=BIG),
+    # class per-job limits: MRM.c MRMJobPostLoad batch-holds (the simulator removes) a job over them
+    Scenario("classjoblimits_16n_5s", 16, 5, ("CLASSCFG[qa] MAXPROCPERJOB=4", "CLASSCFG[qb] MAX.WCLIMIT=01:00:00"),
+             seed=44, classes=("qa", "qb")),
 )}

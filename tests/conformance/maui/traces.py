@@ -37,10 +37,12 @@ def node_name(i: int) -> str:
     return f"n{i + 1:03d}"
 
 
-def resource_line(name: str, procs: int = 1, classes: tuple[str, ...] = ("batch",)) -> str:
+def resource_line(name: str, procs: int = 1, classes: tuple[str, ...] = ("batch",), state: str = "AVAILABLE") -> str:
     """COMPUTENODE line (21 fields): state, event time, name, RM, swap/mem/disk MB, procs, frame, slot,
-    slots used, opsys, arch, features, classes (``[c:procs]`` each), network, GRES, RES1-3."""
-    f = ["COMPUTENODE", "AVAILABLE", "0", name, "sim", "1024", "1024", "1024", str(procs), "-1", "-1", "1",
+    slots used, opsys, arch, features, classes (``[c:procs]`` each), network, GRES, RES1-3.  ``state``:
+    AVAILABLE (Idle), DEFINED (Down) or DRAINED (Drained) for the whole run (MTrace.c
+    ``MTraceLoadComputeNode`` reads no later event: the event time is parsed and not used)."""
+    f = ["COMPUTENODE", state, "0", name, "sim", "1024", "1024", "1024", str(procs), "-1", "-1", "1",
          NONE, NONE, NONE, "".join(f"[{c}:{procs}]" for c in classes), NONE, NONE, NONE, NONE, NONE]
     return " ".join(f)
 
@@ -58,17 +60,34 @@ def workload_line(j: Job) -> str:
 
 def write_home(sc: Scenario, home: Path, port: int) -> None:
     """A fresh Maui home directory for scenario ``sc`` (:func:`write_jobs_home`)."""
-    write_jobs_home(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), home, port)
+    write_jobs_home(jobs(sc), sc.nodes, sc.poll, sc.cfg_text(), home, port, sc)
 
 
-def write_jobs_home(js: list[Job], nodes: int, poll: int, cfg_text: str, home: Path, port: int) -> None:
-    """A fresh Maui home directory: traces/ (``nodes`` nodes, jobs ``js`` in submission order), stats/,
-    log/, spool/, tools/ and maui.cfg (the simulator's lines, then ``cfg_text``)."""
+def node_lines(sc: Scenario | None, nodes: int, classes: tuple[str, ...]) -> list[str]:
+    """The resource trace's node lines: every node in every job class, unless ``sc.node_classes`` says
+    which nodes serve which classes; ``sc.down``/``sc.drained`` nodes DEFINED/DRAINED."""
+    out = []
+    for i in range(nodes):
+        cl = classes
+        state = "AVAILABLE"
+        if sc is not None:
+            if sc.node_classes:
+                cl = next(c for a, b, c in sc.node_classes if a <= i <= b)
+            state = "DEFINED" if i in sc.down else "DRAINED" if i in sc.drained else state
+        out.append(resource_line(node_name(i), 1, cl, state))
+    return out
+
+
+def write_jobs_home(js: list[Job], nodes: int, poll: int, cfg_text: str, home: Path, port: int,
+                    sc: Scenario | None = None) -> None:
+    """A fresh Maui home directory: traces/ (``nodes`` nodes, states and classes of scenario ``sc`` if
+    given, jobs ``js`` in submission order), stats/, log/, spool/, tools/ and maui.cfg (the simulator's
+    lines, then ``cfg_text``)."""
     for d in ("traces", "stats", "log", "spool", "tools"):
         (home / d).mkdir(parents=True, exist_ok=True)
     classes = tuple(sorted({j.cls for j in js}))
     (home / "traces" / "resource.trace").write_text(
-        "VERSION 230\n" + "".join(resource_line(node_name(i), 1, classes) + "\n" for i in range(nodes)))
+        "VERSION 230\n" + "".join(line + "\n" for line in node_lines(sc, nodes, classes)))
     (home / "traces" / "workload.trace").write_text(
         "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in sorted(js, key=lambda j: j.submit)))
     (home / "maui.cfg").write_text(SIM_CFG.format(host=socket.gethostname(), port=port, poll=poll) + cfg_text)
