@@ -38,7 +38,7 @@ shared profile, the pass stops at the first job that cannot start, priority-orde
 
 **Class limits** (CLASSCFG): MAXJOB, MAXNODE, MAXJOBPERUSER, MAXNODEPERUSER over the running jobs
 of the class (a job that would exceed one waits, without reservation); a job that can never run
-(walltime > MAXWCLIMIT, q > MAXNODEPERJOB, MAXNODE, MAXNODEPERUSER or its HOSTLIST) is rejected
+(walltime > MAX.WCLIMIT, q > MAXNODEPERJOB, MAXNODE, MAXNODEPERUSER or its HOSTLIST) is rejected
 at submission with the reason logged.
 
 **Credentials of a job** (workload JSON fields, UNDEF → choice): user ``user``; group ``group``;

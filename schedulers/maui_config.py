@@ -50,9 +50,10 @@ and ``FSTARGET=`` (``25``, ``25+`` floor, ``25-`` ceiling); index ``DEFAULT`` ap
 credential not listed.  ``CLASSCFG`` limits (counted in Batsim machines, i.e. nodes for a
 whole-node platform such as Salomon, processors for an SWF trace converted per processor):
 ``MAXJOB``, ``MAXNODE`` (``MAXPROC``) total running in the class, ``MAXJOBPERUSER``,
-``MAXNODEPERUSER`` (``MAXPROCPERUSER``), ``MAXNODEPERJOB`` (``MAXPROCPERJOB``), ``MAXWCLIMIT``
-(``MAX.WCLIMIT``, a duration) and ``HOSTLIST`` (batfeed extension of Moab's attribute: Batsim
-machine ids and ranges ``0-575,1006``, or host names, separated by commas or spaces).
+``MAXNODEPERUSER`` (``MAXPROCPERUSER``), ``MAXNODEPERJOB`` (``MAXPROCPERJOB``), ``MAX.WCLIMIT`` (a
+duration; ``MAXWCLIMIT`` is no Maui attribute: ignored, as Maui does) and ``HOSTLIST`` (batfeed
+extension; Maui 3 ignores it, its nodes' classes say it: Batsim machine ids and ranges ``0-575,1006``,
+or host names, separated by commas or spaces).
 ``USERCFG``/``GROUPCFG``/``ACCOUNTCFG`` limits: ``MAXJOB`` and ``MAXNODE`` (``MAXPROC``) running at
 once under that credential, all classes together (``USERCFG[DEFAULT] MAXPROC=60``: every user at
 most 60 machines); ``MAXJOB=4,6``: soft limit 4 (the priority pass), hard limit 6 (the backfill).
@@ -186,10 +187,12 @@ CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "MAXPROCPERUSER": ("maxnodeperuser", "int"),
     "MAXNODEPERJOB": ("maxnodeperjob", "int"),
     "MAXPROCPERJOB": ("maxnodeperjob", "int"),
-    "MAXWCLIMIT": ("maxwclimit", "duration"),
     "MAX.WCLIMIT": ("maxwclimit", "duration"),
     "HOSTLIST": ("hostlist", "hostlist"),
 }
+
+# attributes Maui 3 does not know (MCred.c MCredProcessConfig matches names exactly) that look like one it does
+NOT_MAUI = {"MAXWCLIMIT": "MAX.WCLIMIT"}
 
 TRUE = {"TRUE", "YES", "ON", "1"}
 FALSE = {"FALSE", "NO", "OFF", "0"}
@@ -359,7 +362,8 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                 akey = key.upper()
                 spec = CRED_ATTRS.get(akey) or (CLASS_ATTRS if name == "CLASSCFG" else LIMIT_ATTRS).get(akey)
                 if spec is None:
-                    unknown.append(f"{name}[{index}] {key} (line {lineno})")
+                    hint = f"; Maui ignores it too, its attribute is {NOT_MAUI[akey]}" if akey in NOT_MAUI else ""
+                    unknown.append(f"{name}[{index}] {key} (line {lineno}{hint})")
                     continue
                 try:
                     v = _value(spec[1], val)

@@ -54,13 +54,13 @@ def over(info: JobInfo, q: int, use: dict[tuple[str, str], list[int]], hard: boo
 
 def never(job: Job, info: JobInfo) -> str | None:
     """Why ``job`` can never run under its class's or credentials' limits (rejected at submission), or None:
-    walltime over CLASSCFG MAXWCLIMIT, more machines than MAXNODEPERJOB/MAXNODE/MAXNODEPERUSER of its class,
+    walltime over CLASSCFG MAX.WCLIMIT, more machines than MAXNODEPERJOB/MAXNODE/MAXNODEPERUSER of its class,
     than its class's HOSTLIST or than a credential's MAXPROC."""
     c, q = info.limits, job.requested_resources
     if c is not None:
         wall = job.requested_time
         if c.maxwclimit is not None and wall is not None and wall > c.maxwclimit:
-            return f"walltime {wall:g} s exceeds MAXWCLIMIT {c.maxwclimit:g} s of class {info.cls}"
+            return f"walltime {wall:g} s exceeds MAX.WCLIMIT {c.maxwclimit:g} s of class {info.cls}"
         for name, lim in (("MAXNODEPERJOB", c.maxnodeperjob), ("MAXNODE", c.maxnode),
                           ("MAXNODEPERUSER", c.maxnodeperuser)):
             if lim is not None and q > lim:

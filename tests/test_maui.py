@@ -187,7 +187,7 @@ def test_fairshare_windows_by_hand():
 
 # ------------------------------------------------------------------------------ class limits
 def test_class_limits_are_enforced(tmp_path, caplog):
-    # limits.cfg: qexp MAXNODE=3, MAXNODEPERUSER=2, MAXWCLIMIT=00:10:00; qlong HOSTLIST=0-1.
+    # limits.cfg: qexp MAXNODE=3, MAXNODEPERUSER=2, MAX.WCLIMIT=00:10:00; qlong HOSTLIST=0-1.
     u1, u2 = {"queue": "qexp", "user": "u1"}, {"queue": "qexp", "user": "u2"}
     jobs = [(1, 0, 1, 100, 100, u1), (2, 0, 1, 100, 100, u1),
             (3, 0, 1, 100, 100, u1),      # u1 already has 2 machines in qexp: waits for 1 or 2
@@ -202,10 +202,10 @@ def test_class_limits_are_enforced(tmp_path, caplog):
     assert {k: v[:3] for k, v in rows.items() if v[3] != "REJECTED"} == {
         "1": (0, 100, "0"), "2": (0, 100, "1"), "4": (0, 100, "2"), "3": (100, 200, "0"), "5": (100, 200, "1")}
     assert sched.rejected == {
-        "w0!6": "walltime 3600 s exceeds MAXWCLIMIT 600 s of class qexp",
+        "w0!6": "walltime 3600 s exceeds MAX.WCLIMIT 600 s of class qexp",
         "w0!7": "requests 4 machines, more than MAXNODE 3 of class qexp",
         "w0!8": "requests 3 machines, class qlong has 2 (HOSTLIST)"}
-    assert "rejecting w0!6: walltime 3600 s exceeds MAXWCLIMIT" in caplog.text
+    assert "rejecting w0!6: walltime 3600 s exceeds MAX.WCLIMIT" in caplog.text
 
 
 def test_credential_limits_are_enforced(tmp_path):
@@ -398,7 +398,7 @@ def test_simulate_cli_with_the_salomon_example(tmp_path, capsys):
     assert main(["simulate", str(plat), str(wl), "--scheduler", "maui", "--options", opts,
                  "--export", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
-    # job 2 asks 2 h in qexp (MAXWCLIMIT 1 h): rejected
+    # job 2 asks 2 h in qexp (MAX.WCLIMIT 1 h): rejected
     assert "completed=1 + rejected=1" in out
 
 

@@ -64,7 +64,30 @@ def test_credential_limits():
     assert (u7.maxjob, u7.maxnode) == (4, 60) and (other.maxjob, other.maxnode) == (None, 60)
     assert c.cred("groups", "g").maxnode == 8
     # class-only attributes stay unknown on the other credentials
-    assert parse_config("USERCFG[u] MAXWCLIMIT=1:00:00\n").warnings[0].endswith(": USERCFG[u] MAXWCLIMIT (line 1)")
+    assert parse_config("USERCFG[u] MAX.WCLIMIT=1:00:00\n").warnings[0].endswith(": USERCFG[u] MAX.WCLIMIT (line 1)")
+
+
+def test_maxwclimit_is_no_maui_attribute():
+    # Maui 3 matches CLASSCFG attribute names exactly (MCred.c MCredProcessConfig): MAXWCLIMIT is ignored there
+    # (recorded: a job over it runs), so batfeed ignores it too, naming the attribute Maui reads
+    c = parse_config("CLASSCFG[q] PRIORITY=2\nCLASSCFG[q] MAXWCLIMIT=1:00:00\n", "m.cfg")
+    assert c.classes["q"].maxwclimit is None
+    assert c.warnings == ["m.cfg: ignored (not supported by batfeed's Maui): CLASSCFG[q] MAXWCLIMIT (line 2; "
+                          "Maui ignores it too, its attribute is MAX.WCLIMIT)"]
+    assert parse_config("CLASSCFG[q] MAX.WCLIMIT=1:00:00\n").classes["q"].maxwclimit == 3600
+
+
+def test_defer_keywords():
+    c = parse_config("DEFERTIME 00:05:00\nDEFERCOUNT 3\nDEFERSTARTCOUNT 2\n")
+    assert (c.defertime, c.defercount, c.deferstartcount) == (300, 3, 2)
+    d = parse_config("")
+    assert (d.defertime, d.defercount, d.deferstartcount) == (3600, 24, 1)     # msched.h defaults
+    assert parse_config("DEFERTIME 0\n").defertime == 0 and parse_config("DEFERTIME -1\n").defertime == -1
+    assert parse_config("DEFERTIME INFINITY\n").defertime == float("inf")
+    with pytest.raises(MauiConfigError, match=r"m.cfg:2: DEFERCOUNT: not a non-negative integer: '-2'"):
+        parse_config("DEFERTIME 60\nDEFERCOUNT -2\n", "m.cfg")
+    with pytest.raises(MauiConfigError, match=r"m.cfg:1: DEFERTIME: not a duration"):
+        parse_config("DEFERTIME soon\n", "m.cfg")
 
 
 def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):

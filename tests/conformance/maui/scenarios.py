@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 
 T0 = 11575 * 86400          # 1000080000: first submission, a multiple of 86400 s
 
@@ -51,6 +52,8 @@ class Scenario:
     down: tuple[int, ...] = ()         # nodes (0-based) DEFINED in the resource trace: Down throughout
     drained: tuple[int, ...] = ()      # nodes DRAINED in the resource trace: Drained throughout
     node_classes: tuple[tuple[int, int, tuple[str, ...]], ...] = ()   # (first, last node, its classes)
+    class_max: tuple[tuple[str, int], ...] = ()   # (class, widest job): sizes drawn above it are cut to it
+    node_request: bool = False         # jobs request their task count in nodes too (else 0: MAXNODE counts 0)
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -72,6 +75,7 @@ def jobs(sc: Scenario) -> list[Job]:
         wc = -(-int(rt * rng.uniform(1.0, 3.0)) // 60) * 60
         u = rng.randint(1, sc.users)
         cls = sc.classes[u % len(sc.classes)] if sc.classes else "batch"
+        q = min(q, dict(sc.class_max).get(cls, q))
         out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt, cls,
                        f"p{u % 3}" if sc.accounts else ""))
     return out
@@ -85,6 +89,18 @@ FS_ROLL = ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSGROUPWEI
            "GROUPCFG[g2] FSTARGET=70")
 
 BIG = (1, 1, 1, 2, 2, 3, 4, 4, 6, 8, 12, 15, 16)    # sizes with jobs wider than the up nodes
+
+# the IT4I Salomon configuration (schedulers/examples/salomon-maui.cfg) as both read it, verbatim; Maui
+# ignores CLASSCFG HOSTLIST (MClass.c MClassProcessConfig), so its nodes' classes say the same (SALOMON_NODES)
+SALOMON_CFG = tuple((Path(__file__).resolve().parents[3] / "schedulers" / "examples" / "salomon-maui.cfg")
+                    .read_text().splitlines())
+SALOMON_CLASSES = ("qexp", "qprod", "qlong", "qmpp", "qfree", "qmic")
+SALOMON_NODES = ((0, 575, ("SERVICE", "qexp", "qfree", "qlong", "qmpp", "qprod")),
+                 (576, 1005, ("SERVICE", "qexp", "qfree", "qmic", "qmpp", "qprod")),
+                 (1006, 1007, ("SERVICE", "qexp", "qmic")))
+# qexp: MAXNODEPERUSER 8, qlong MAXNODE 256, qfree MAXNODE 752: a wider job would wait in Maui for ever
+SALOMON_MAX = (("qexp", 8), ("qlong", 256), ("qfree", 752))
+SALOMON_SIZES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384)
 
 SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # (a) Maui's default configuration (NODEALLOCATIONPOLICY LASTAVAILABLE, FIRSTFIT, depth 1)
@@ -163,4 +179,10 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # class per-job limits: MRM.c MRMJobPostLoad batch-holds (the simulator removes) a job over them
     Scenario("classjoblimits_16n_5s", 16, 5, ("CLASSCFG[qa] MAXPROCPERJOB=4", "CLASSCFG[qb] MAX.WCLIMIT=01:00:00"),
              seed=44, classes=("qa", "qb")),
+    Scenario("salomon_1008n_5s", 1008, 5, SALOMON_CFG, njobs=250, seed=45, mean_iat=150.0, users=12,
+             sizes=SALOMON_SIZES, classes=SALOMON_CLASSES, accounts=True, node_classes=SALOMON_NODES,
+             class_max=SALOMON_MAX, node_request=True),
+    Scenario("salomon_busy_1008n_5s", 1008, 5, SALOMON_CFG, njobs=400, seed=46, mean_iat=90.0, users=12,
+             sizes=SALOMON_SIZES, classes=SALOMON_CLASSES, accounts=True, node_classes=SALOMON_NODES,
+             class_max=SALOMON_MAX, node_request=True),
 )}

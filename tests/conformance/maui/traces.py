@@ -47,10 +47,13 @@ def resource_line(name: str, procs: int = 1, classes: tuple[str, ...] = ("batch"
     return " ".join(f)
 
 
-def workload_line(j: Job) -> str:
-    """Completed-job line (44 fields); start = submit, completion = submit + runtime."""
+def workload_line(j: Job, node_request: bool = False) -> str:
+    """Completed-job line (44 fields); start = submit, completion = submit + runtime.  The nodes requested
+    (field 2, ``J->Request.NC``: what MAXNODE limits count, MPolicy.c ``MPolicyCheckLimit``) are 0, or with
+    ``node_request`` the task count (whole-node jobs)."""
     end = j.submit + j.runtime
-    f = [j.name, "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed", f"[{j.cls}:1]",
+    f = [j.name, str(j.tasks) if node_request else "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed",
+         f"[{j.cls}:1]",
          str(j.submit), str(j.submit), str(j.submit), str(end), NONE, NONE, NONE, ">=", "0", ">=", "0", NONE,
          str(j.submit), str(j.tasks), "-1", NONE, NONE, j.account or NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
          "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
@@ -89,7 +92,8 @@ def write_jobs_home(js: list[Job], nodes: int, poll: int, cfg_text: str, home: P
     (home / "traces" / "resource.trace").write_text(
         "VERSION 230\n" + "".join(line + "\n" for line in node_lines(sc, nodes, classes)))
     (home / "traces" / "workload.trace").write_text(
-        "VERSION 230\n" + "".join(workload_line(j) + "\n" for j in sorted(js, key=lambda j: j.submit)))
+        "VERSION 230\n" + "".join(workload_line(j, sc is not None and sc.node_request) + "\n"
+                                   for j in sorted(js, key=lambda j: j.submit)))
     (home / "maui.cfg").write_text(SIM_CFG.format(host=socket.gethostname(), port=port, poll=poll) + cfg_text)
 
 
