@@ -70,13 +70,27 @@ STATUS: dict[str, tuple[str, str]] = {
                                             "job's node request"),
     "CLASSCFG MAXJOB": ("exact", "the USERCFG rules for the class's running jobs (classmaxjob_16n_5s)"),
     "CLASSCFG MAXNODE, MAXPROC": ("approximate", "the USERCFG rules, in machines: classmaxproc_16n_5s starts "
-                                  "every job at Maui's poll, one of them on other nodes (not explained yet)"),
-    "CLASSCFG MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER": ("approximate", "a job over the limit waits; not "
-                                                               "yet compared with Maui"),
-    "CLASSCFG MAXNODEPERJOB, MAXWCLIMIT": ("approximate", "a job that can never run is rejected at submission"),
-    "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines"),
+                                  "every job at Maui's poll, one of them on other nodes (not explained yet); MAXNODE "
+                                  "exact for whole-node jobs (salomon_*: Maui counts the job's node request)"),
+    "CLASSCFG MAXNODEPERUSER": ("exact", "whole-node jobs (salomon_*); Maui counts the job's node request, 0 for "
+                                "a job asking processors only, batfeed its machines"),
+    "CLASSCFG MAXJOBPERUSER, MAXPROCPERUSER": ("approximate", "a job over the limit waits; not yet compared "
+                                               "with Maui"),
+    "CLASSCFG MAXPROCPERJOB, MAX.WCLIMIT": ("exact", "a job over them is rejected at submission (Maui: a batch "
+                                            "hold at submission, MRM.c MRMJobPostLoad; classjoblimits_16n_5s, "
+                                            "salomon_*)"),
+    "CLASSCFG MAXNODEPERJOB": ("approximate", "as MAXPROCPERJOB, in machines (Maui: the job's node request)"),
+    "CLASSCFG HOSTLIST": ("approximate", "batfeed extension: the class's machines; Maui 3 ignores it (MClass.c "
+                          "MClassProcessConfig), its nodes' classes say the same (exact as such: salomon_*)"),
     "USERCFG/GROUPCFG/CLASSCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s, classprio_16n_5s"),
     "ACCOUNTCFG PRIORITY": ("exact", "fairshare_account_16n_60s"),
+    # --- defers, node states, Salomon (issue 29) ---
+    "DEFERTIME, DEFERCOUNT": ("exact", "a job wider than the up machines is deferred DEFERTIME and rejected at "
+                              "its DEFERCOUNT+1-th defer (down_16n_5s, drained_firstavailable_16n_5s, "
+                              "defer_poll_*: it never runs, as in Maui); when a restored job runs once machines "
+                              "come back is Maui's rule, not recordable (the simulator's nodes never come back)"),
+    "DEFERSTARTCOUNT": ("approximate", "read, no effect: a Batsim start never fails (MJob.c MJobStart)"),
+    "CLASSCFG MAXWCLIMIT": ("ignored", "no Maui 3 attribute (Maui ignores it: recorded); MAX.WCLIMIT is"),
 }
 
 
@@ -100,10 +114,9 @@ def approximations(used: set[str]) -> list[str]:
         ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
         ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
         ("CLASSCFG MAXNODE, MAXPROC", any_of("CLASSCFG MAXNODE", "CLASSCFG MAXPROC")),
-        ("CLASSCFG MAXJOBPERUSER, MAXNODEPERUSER, MAXPROCPERUSER",
-         any_of("CLASSCFG MAXJOBPERUSER", "CLASSCFG MAXNODEPERUSER", "CLASSCFG MAXPROCPERUSER")),
-        ("CLASSCFG MAXNODEPERJOB, MAXWCLIMIT", any_of("CLASSCFG MAXNODEPERJOB", "CLASSCFG MAXPROCPERJOB",
-                                                      "CLASSCFG MAXWCLIMIT", "CLASSCFG MAX.WCLIMIT")),
+        ("CLASSCFG MAXJOBPERUSER, MAXPROCPERUSER", any_of("CLASSCFG MAXJOBPERUSER", "CLASSCFG MAXPROCPERUSER")),
+        ("CLASSCFG MAXNODEPERJOB", any_of("CLASSCFG MAXNODEPERJOB")),
         ("CLASSCFG HOSTLIST", any_of("CLASSCFG HOSTLIST")),
+        ("DEFERSTARTCOUNT", any_of("DEFERSTARTCOUNT")),
     ]
     return [key for key, hit in rules if hit]
