@@ -38,11 +38,8 @@ JOBMAXOVERRUN               (none)        checked against the workload: Batsim's
                                           the request + it (``batfeed convert --overrun``); -1 none
 NODEALLOCATIONPOLICY        LASTAVAILABLE FIRSTAVAILABLE, LASTAVAILABLE, MINRESOURCE, CPULOAD (which
                                           nodes a job gets: maui_nodes.py ``Plan.pick_now``)
-DEFERTIME                   01:00:00      how long a job Maui cannot run is deferred (maui_defer.py);
-                                          0 or negative: never deferred; INFINITY
-DEFERCOUNT                  24            defers after which the job is held for good (rejected);
-                                          0: never
-DEFERSTARTCOUNT             1             read, no effect (a Batsim start never fails)
+DEFERTIME DEFERCOUNT        01:00:00 24   a job wider than the up machines is deferred so long, rejected
+                                          at defer DEFERCOUNT+1 (maui_defer.py); DEFERSTARTCOUNT: no effect
 ==========================  ============  ==================================================
 
 Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``
@@ -191,8 +188,7 @@ CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "HOSTLIST": ("hostlist", "hostlist"),
 }
 
-# attributes Maui 3 does not know (MCred.c MCredProcessConfig matches names exactly) that look like one it does
-NOT_MAUI = {"MAXWCLIMIT": "MAX.WCLIMIT"}
+NOT_MAUI = {"MAXWCLIMIT": "MAX.WCLIMIT"}    # no Maui 3 attribute (MCred.c MCredProcessConfig: exact names)
 
 TRUE = {"TRUE", "YES", "ON", "1"}
 FALSE = {"FALSE", "NO", "OFF", "0"}

@@ -284,7 +284,6 @@ class MauiCore(BackfillScheduler):
             u[0] += e.q
             u[1] += 1
         self.fs.start(info.keys, e.q, now)
-        self.defer.started(e.id)
         if self.limits is not None:
             self.limits.started(e, now)
 

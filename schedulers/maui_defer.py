@@ -48,7 +48,7 @@ class Defer:
     def __init__(self, s: MauiCore):
         self.s = s
         self.until: dict[str, tuple[float, Entry]] = {}   # deferred job -> (SyncDeadLine, its entry)
-        self.count: dict[str, int] = {}                    # job -> DeferCount
+        self.count: dict[str, int] = {}                    # job -> DeferCount (kept once it starts)
         self.up = 0                                        # machines up at this iteration
 
     def held(self, e: Entry) -> bool:
@@ -92,9 +92,6 @@ class Defer:
             s.wq.remove(e)
             s.info.pop(e.id, None)
             s.reject(e.job, why)
-
-    def started(self, jid: str) -> None:
-        self.count.pop(jid, None)
 
     def _restart(self, e: Entry, now: float) -> None:
         """``SystemQueueTime = now``: the restored job's queue time restarts (its priority with it)."""

@@ -24,7 +24,7 @@ def test_a_deferred_job_is_restored_after_defertime(tmp_path):
     sched = fa({"config": cfg_file(tmp_path, "DEFERTIME 00:10:00\n")})
     rows, _ = simulate(tmp_path / "run", JOBS, sched, events=BACK)
     assert rows["A"][:3] == (610, 710, "0-3") and rows["B"][:3] == (20, 120, "0")
-    assert sched.defer.count == {} and sched.defer.until == {}
+    assert sched.defer.count == {"w0!A": 1} and sched.defer.until == {}
 
 
 def test_restored_at_the_first_poll_after_the_deadline(tmp_path):
