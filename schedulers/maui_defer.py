@@ -26,8 +26,9 @@ starts every job) and a reserved job that cannot start (MQueue.c ``MQueueSchedul
 reservations kept across iterations, not RESERVATIONPOLICY CURRENTHIGHEST).
 
 Maui's *simulator* removes a job instead of deferring it whenever DEFERTIME differs from RMPOLLINTERVAL
-(``MJobSetHold``: "removed ... (cannot run in simulated environment)"); since its resource trace cannot
-bring a node back (docs/maui.md), a job deferred there never runs either way, as in batfeed.
+(``MJobSetHold``: "removed ... (cannot run in simulated environment)"): recorded with nodes down for good,
+the same jobs never run.  With DEFERTIME = RMPOLLINTERVAL it defers, and with nodes taken down and brought
+back mid-run (docs/maui.md) the restores and batch holds above match it job by job.
 """
 
 from __future__ import annotations

@@ -85,10 +85,9 @@ STATUS: dict[str, tuple[str, str]] = {
     "USERCFG/GROUPCFG/CLASSCFG PRIORITY": ("exact", "userprio_16n_5s, groupprio_16n_60s, classprio_16n_5s"),
     "ACCOUNTCFG PRIORITY": ("exact", "fairshare_account_16n_60s"),
     # --- defers, node states, Salomon (issue 29) ---
-    "DEFERTIME, DEFERCOUNT": ("exact", "a job wider than the up machines is deferred DEFERTIME and rejected at "
-                              "its DEFERCOUNT+1-th defer (down_16n_5s, drained_firstavailable_16n_5s, "
-                              "defer_poll_*: it never runs, as in Maui); when a restored job runs once machines "
-                              "come back is Maui's rule, not recordable (the simulator's nodes never come back)"),
+    "DEFERTIME, DEFERCOUNT": ("exact", "a job wider than the up machines is deferred DEFERTIME, restored at the "
+                              "first poll after it with its queue time restarted, rejected at its DEFERCOUNT+1-th "
+                              "defer (down_16n_5s, drained_*, defer_poll_*, outage_defer*_16n_5s)"),
     "DEFERSTARTCOUNT": ("approximate", "read, no effect: a Batsim start never fails (MJob.c MJobStart)"),
     "CLASSCFG MAXWCLIMIT": ("ignored", "no Maui 3 attribute (Maui ignores it: recorded); MAX.WCLIMIT is"),
 }

@@ -1,8 +1,8 @@
 """batfeed's Maui defers (schedulers/maui_defer.py): a job wider than the up machines, by hand on 4 machines.
 
-Maui's simulator cannot bring a node back (docs/maui.md), so these schedules with machines that return are
-checked against Maui's rules (MPolicy.c MQueueSelectAllJobs, MJob.c MJobSetHold, MRM.c MRMJobPostUpdate),
-not against a recording; tests/test_maui_conformance.py has the recorded scenarios (nodes down throughout).
+Small schedules by hand of Maui's rules (MPolicy.c MQueueSelectAllJobs, MJob.c MJobSetHold, MRM.c
+MRMJobPostUpdate), event-driven and on polls; tests/test_maui_conformance.py has the recorded scenarios
+(down_*, drained_*, defer_poll_*, outage_*: nodes down throughout or taken down and back mid-run).
 Every run also checks the accounting: submitted = completed + rejected + killed (test_engine_helpers.run).
 """
 

@@ -50,11 +50,14 @@ def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str,
     cfg = work / "maui.cfg"
     cfg.write_text(sc.cfg_text())
     opts = {"config": str(cfg), "interval": sc.poll, "poll": True, **(options or {})}
+    evs = [(0, "machine_unavailable", sorted(sc.down + sc.drained))] if sc.down or sc.drained else []
+    for a, b, ns in sc.outages:     # Maui sets their state at the iteration of that poll (record.py drive)
+        evs += [(a, "machine_unavailable", sorted(ns))] + ([(b, "machine_available", sorted(ns))] if b else [])
     events = []
-    if sc.down or sc.drained:
+    if evs:
         events.append(work / "events.txt")
-        events[0].write_text(json.dumps({"timestamp": 0, "type": "machine_unavailable",
-                                         "resources": " ".join(map(str, sorted(sc.down + sc.drained)))}) + "\n")
+        events[0].write_text("".join(json.dumps({"timestamp": t, "type": k, "resources": " ".join(map(str, ns))}) + "\n"
+                                     for t, k, ns in sorted(evs, key=lambda e: e[0])))
     run_simulation(platform, [wl], scheduler="maui", options=opts, events=events, export=work / "out",
                    machine_states=False)
     with open(work / "out_jobs.csv", newline="") as fh:

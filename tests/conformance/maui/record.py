@@ -12,7 +12,8 @@ For each scenario a fresh Maui home directory is written (:func:`conformance.mau
 (hosts: the 0-based node indices Maui allocated, ``;``-separated); ``<out>/MAUI_COMMIT`` the binary's
 build commit when ``$MAUI/../../COMMIT`` exists.  A job Maui held or removed (MJob.c ``MJobSetHold``, which
 the simulator logs at every LOGLEVEL) has no simstat record: it is written with empty start, end and
-hosts (it never ran).  A run that misses any other job or fails is an error.  With
+hosts (it never ran).  A run that misses any other job or fails is an error.  A scenario with ``outages``
+is driven through Maui's client commands while it runs (:func:`drive`).  With
 fairshare on, Maui steps through idle gaps (``MAUI_SIM_IDLEJUMP=off``, :func:`fairshare`).
 """
 
@@ -33,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent))
 
 from conformance.maui.scenarios import SCENARIOS, Job, Scenario, jobs  # noqa: E402
-from conformance.maui.traces import parse_simstat, write_jobs_home  # noqa: E402
+from conformance.maui.traces import node_name, parse_simstat, write_jobs_home  # noqa: E402
 
 OUT = HERE.parent.parent / "data" / "maui_ref"
 
@@ -83,13 +84,19 @@ def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, hom
              timeout: float, sc: Scenario | None = None) -> list[dict]:
     """Run ``maui`` on jobs ``js`` in a fresh home ``home`` (node states and classes of ``sc``); its
     records, one per job, by job name (start None: Maui held or removed the job)."""
+    changes = node_changes(sc, poll) if sc is not None else []
+    if changes:
+        cfg_text += f"SIMSTOPITERATION {changes[0][0]}\n"
     write_jobs_home(js, nodes, poll, cfg_text, home, free_port(), sc)
     env = {**os.environ, "MAUIHOMEDIR": str(home)}
-    if fairshare(cfg_text):
+    if fairshare(cfg_text) or changes:
         env["MAUI_SIM_IDLEJUMP"] = "off"    # step through idle gaps: windows then rotate as without the jump
     with open(home / "stdout.txt", "w") as out:
-        subprocess.run([maui], cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
-                       check=False)
+        if changes:
+            drive(maui, home, env, out, changes, timeout)
+        else:
+            subprocess.run([maui], cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout,
+                           check=False)
     recs = parse_simstat(home / "stats" / "simstat.out")
     want = {j.name: j for j in js}
     got = {r["job"] for r in recs}
@@ -100,6 +107,56 @@ def run_jobs(js: list[Job], nodes: int, poll: int, cfg_text: str, maui: str, hom
     recs += [{"job": n, "tasks": want[n].tasks, "submit": want[n].submit, "start": None, "end": None, "hosts": ""}
              for n in sorted(set(want) - got)]
     return sorted(recs, key=lambda r: r["job"])
+
+
+def node_changes(sc: Scenario, poll: int) -> list[tuple[int, str, list[str]]]:
+    """The scenario's outages as (iteration to pause after, state, node names), by iteration.  With the idle
+    jump off, iteration i >= 1 runs at T0 + i·poll (iterations 0 and 1 at T0 + poll: MSys.c
+    ``MSysUpdateTime``), and a state set while paused after iteration i applies at iteration i + 1 (MSim.c
+    ``MSimRMGetInfo`` → MRM.c ``MRMNodePreUpdate``: ``N->NewState``), i.e. at T0 + (i + 1)·poll."""
+    by: dict[tuple[int, str], list[str]] = {}
+    for a, b, ns in sc.outages:
+        for t, state in ((a, "Down"), (b, "Idle")):
+            if state == "Idle" and not b:
+                continue
+            if t % poll or t < 2 * poll:
+                raise ValueError(f"{sc.name}: outage time {t} is not a poll >= 2 polls after T0")
+            by.setdefault((t // poll - 1, state), []).extend(node_name(n) for n in ns)
+    return [(k, st, names) for (k, st), names in sorted(by.items())]
+
+
+def drive(maui: str, home: Path, env: dict, out, changes: list[tuple[int, str, list[str]]], timeout: float) -> None:
+    """Run ``maui`` paused at each change's iteration (SIMSTOPITERATION, then ``schedctl -s``), set the
+    nodes' state with ``mnodectl modify state=<S> <node>`` (UserI.c ``MUINodeCtl``: simulation mode only),
+    and resume (``schedctl -r`` after the last)."""
+    tools = Path(maui).resolve().parent
+    proc = subprocess.Popen([maui], cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT)
+    end = time.monotonic() + timeout
+
+    def client(*args: str) -> str:
+        r = subprocess.run([str(tools / args[0]), *args[1:]], cwd=home, env=env, capture_output=True, text=True,
+                           timeout=60, check=False)
+        return r.stdout + r.stderr
+
+    try:
+        for i, (it, state, names) in enumerate(changes):
+            while True:                         # paused: SIMSTOPITERATION back to -1 (MSim.c MSimProcessEvents)
+                if proc.poll() is not None or time.monotonic() > end:
+                    raise RuntimeError(f"Maui ended or timed out before iteration {it}; see {home}")
+                got = client("schedctl", "-l", "SIMSTOPITERATION").split("SIMSTOPITERATION")
+                if len(got) > 1 and got[1].split()[:1] == ["-1"]:
+                    break
+                time.sleep(0.1)
+            for n in names:
+                client("mnodectl", "modify", f"state={state}", n)
+            if i + 1 < len(changes):
+                client("schedctl", "-s", str(changes[i + 1][0]))
+            else:
+                client("schedctl", "-r")
+        proc.wait(timeout=max(1.0, end - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def held_jobs(log: Path) -> set[str]:

@@ -54,6 +54,9 @@ class Scenario:
     node_classes: tuple[tuple[int, int, tuple[str, ...]], ...] = ()   # (first, last node, its classes)
     class_max: tuple[tuple[str, int], ...] = ()   # (class, widest job): sizes drawn above it are cut to it
     node_request: bool = False         # jobs request their task count in nodes too (else 0: MAXNODE counts 0)
+    # (from, to, nodes): nodes Down during [from, to) s after T0 (multiples of the poll); the recorder sets
+    # them with Maui's mnodectl at the iterations before (record.py drive); to = 0: down for good
+    outages: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -179,6 +182,16 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     # class per-job limits: MRM.c MRMJobPostLoad batch-holds (the simulator removes) a job over them
     Scenario("classjoblimits_16n_5s", 16, 5, ("CLASSCFG[qa] MAXPROCPERJOB=4", "CLASSCFG[qb] MAX.WCLIMIT=01:00:00"),
              seed=44, classes=("qa", "qb")),
+    # nodes going down and coming back mid-run (Maui: mnodectl while paused; batfeed: Batsim events)
+    Scenario("outage_16n_5s", 16, 5, (), seed=47, outages=((600, 2400, (3, 4, 5)), (3000, 6000, (10,))),
+             sizes=(1, 1, 2, 2, 3, 4, 4, 6, 8, 12)),
+    # half the nodes down for an hour: wider jobs deferred (DEFERTIME = RMPOLLINTERVAL, so the simulator
+    # defers rather than removes), restored with their queue time restarted, run once the nodes are back ...
+    Scenario("outage_defer_16n_5s", 16, 5, ("DEFERTIME 00:00:05", "DEFERCOUNT 1000"), seed=48,
+             outages=((1200, 4800, tuple(range(8, 16))),), sizes=BIG),
+    # ... or batch-held (never run) after DEFERCOUNT defers
+    Scenario("outage_defercount_16n_5s", 16, 5, ("DEFERTIME 5", "DEFERCOUNT 30", "XFACTORWEIGHT 10"), seed=49,
+             outages=((1200, 4800, tuple(range(0, 8))), (6000, 6600, (0, 1, 2, 3, 4, 5))), sizes=BIG),
     Scenario("salomon_1008n_5s", 1008, 5, SALOMON_CFG, njobs=250, seed=45, mean_iat=150.0, users=12,
              sizes=SALOMON_SIZES, classes=SALOMON_CLASSES, accounts=True, node_classes=SALOMON_NODES,
              class_max=SALOMON_MAX, node_request=True),
