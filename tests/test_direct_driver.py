@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from batfeed.engine import load_simulation
-from batfeed.engine.direct import BatsimFacade, DirectBatsim, DirectDriver, JobFacade, supports_direct
+from batfeed.engine.direct import BatsimFacade, DirectBatsim, DirectDriver, JobFacade, rejected_job_id, supports_direct
 from batfeed.engine.transport import InProcessTransport
 from batfeed.engine.workload import Job as EngineJob
 from batfeed.engine.workload import parse_profile
@@ -312,3 +312,20 @@ def test_random_workloads_equivalence(jobs, outages, sched, users):
         platform = Path(write_homogeneous_platform(tmp / "p.xml", 8))
         evs = [write_events(tmp, events)] if events else []
         _both(tmp, platform, [wl], name, options, events=evs, dynamic=resubmit, users=users)
+
+
+def test_rejected_job_id_reads_the_engine_s_bound_methods(tmp_path):
+    """The user-model layer finds its rejected jobs among the direct driver's buffered decisions by the
+    handler's name: a compiled (mypyc) bound method has no ``__func__`` (a run with rejections once
+    deadlocked on the compiled path only)."""
+    from test_engine_helpers import SMALL_4
+
+    wl = tmp_path / "w.json"
+    wl.write_text(json.dumps({"nb_res": 4, "jobs": [{"id": 1, "subtime": 0, "res": 1, "profile": "p"}],
+                              "profiles": {"p": {"type": "delay", "delay": 5}}}))
+    sim = load_simulation(SMALL_4, [wl])
+    (job,) = sim.workloads["w0"].jobs
+    assert rejected_job_id((0.0, sim._do_reject, (job,))) == "w0!1"
+    assert rejected_job_id((0.0, sim._do_change_state, (job, "REJECTED"))) == "w0!1"
+    assert rejected_job_id((0.0, sim._do_change_state, (job, "COMPLETED_KILLED"))) is None
+    assert rejected_job_id((0.0, sim._do_kill, ([job],))) is None

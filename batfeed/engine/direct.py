@@ -352,12 +352,15 @@ class DirectDriver:
             self.bs._events_to_send = []
 
 
+_REJECT, _CHANGE_STATE = Decisions._do_reject.__name__, Decisions._do_change_state.__name__
+
+
 def rejected_job_id(decision: Any) -> str | None:
     """The job id of a direct-driver rejection decision (REJECT_JOB or CHANGE_JOB_STATE REJECTED)."""
-    func = getattr(decision[1], "__func__", None)
-    if func is Decisions._do_reject:
+    name = getattr(decision[1], "__name__", None)     # a bound method, compiled or not (no __func__ then)
+    if name == _REJECT:
         return decision[2][0].id
-    if func is Decisions._do_change_state and decision[2][1] == "REJECTED":
+    if name == _CHANGE_STATE and decision[2][1] == "REJECTED":
         return decision[2][0].id
     return None
 
