@@ -44,7 +44,9 @@ at submission with the reason logged.
 **Credentials of a job** (workload JSON fields, UNDEF → choice): user ``user``; group ``group``;
 account ``account``, else ``project``, else the group (SWF has no account); class
 ``queue_name`` (Alea extended SWF), else ``queue``, else ``partition``, else ``DEFAULT``; every
-value compared as a string (SWF queue 1 is ``CLASSCFG[1]``).
+value compared as a string (SWF queue 1 is ``CLASSCFG[1]``); QOS: the ``qos`` field if the
+credentials' QLIST/QDEF allow it, else their default QOS (:mod:`maui_creds`, MQOS.c ``MQOSGetAccess``),
+whose QOSCFG PRIORITY × QOSWEIGHT joins the credential term and whose QOSCFG limits apply.
 
 Planned maintenance windows are the core's system reservations (known from the start, so the
 machine drains before them, the paper's ramp-down); they do not consume RESERVATIONDEPTH (the
@@ -79,7 +81,7 @@ with the request; a running job past it is expected to end at max(start + p̃, n
 first poll past that instant, as Maui cancels it after that pass (MSys.c ``MSysCheck`` → MLimit.c
 ``MLimitEnforceAll``, JOBMAXOVERRUN X, 600 s by default) and frees its nodes at the next one.
 
-**Limits and fairshare as Maui accounts them** (``nodes``, interval mode): per-credential MAXJOB/MAXPROC
+**Limits and fairshare as Maui accounts them** (``nodes``, interval mode): per-credential MAXJOB/MAXPROC/MAXPS
 restart and freeze queue times as MPolicy.c ``MQueueSelectAllJobs``/``MQueueSelectJobs`` do
 (:mod:`maui_limits`), fairshare usage is charged poll by poll (:mod:`maui_fairshare`); docs/maui.md and
 ``batfeed schedulers`` give each maui.cfg keyword's status (:mod:`maui_keywords`).

@@ -40,11 +40,19 @@ NODEALLOCATIONPOLICY        LASTAVAILABLE FIRSTAVAILABLE, LASTAVAILABLE, MINRESO
                                           nodes a job gets: maui_nodes.py ``Plan.pick_now``)
 DEFERTIME DEFERCOUNT        01:00:00 24   a job wider than the up machines is deferred so long, rejected
                                           at defer DEFERCOUNT+1 (maui_defer.py); DEFERSTARTCOUNT: no effect
+QOSWEIGHT                   0             credential sub-weight × the job's QOS's QOSCFG ``PRIORITY``
+FSCAP                       0             cap of the fairshare component (0: none)
+FSUSERCAP FSGROUPCAP        0             caps of each credential's fairshare factor
+FSACCOUNTCAP FSCLASSCAP
 ==========================  ============  ==================================================
 
-Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``
-and ``FSTARGET=`` (``25``, ``25+`` floor, ``25-`` ceiling); index ``DEFAULT`` applies to every
-credential not listed.  ``CLASSCFG`` limits (counted in Batsim machines, i.e. nodes for a
+Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``,
+``FSTARGET=`` (``25``, ``25+`` floor, ``25-`` ceiling; the caps ``25^``, ``25%`` are errors),
+``QDEF=`` (default QOS) and ``QLIST=`` (QOS access list, ``a,b``; the ``&``/``^`` list types are
+errors); index ``DEFAULT`` applies to every credential not listed.  ``QOSCFG[q]``: ``PRIORITY=`` (no
+DEFAULT fallback) and the limits ``MAXJOB``, ``MAXPROC``, ``MAXPS`` (QOSCFG[DEFAULT]'s for a QOS
+without its own); a job's QOS is the one it requests (Batsim field ``qos``) if its credentials' lists
+allow it, else their default (maui_creds.py).  ``CLASSCFG`` limits (counted in Batsim machines, i.e. nodes for a
 whole-node platform such as Salomon, processors for an SWF trace converted per processor):
 ``MAXJOB``, ``MAXNODE`` (``MAXPROC``) total running in the class, ``MAXJOBPERUSER``,
 ``MAXNODEPERUSER`` (``MAXPROCPERUSER``), ``MAXNODEPERJOB`` (``MAXPROCPERJOB``), ``MAX.WCLIMIT`` (a
@@ -54,6 +62,8 @@ or host names, separated by commas or spaces).
 ``USERCFG``/``GROUPCFG``/``ACCOUNTCFG`` limits: ``MAXJOB`` and ``MAXNODE`` (``MAXPROC``) running at
 once under that credential, all classes together (``USERCFG[DEFAULT] MAXPROC=60``: every user at
 most 60 machines); ``MAXJOB=4,6``: soft limit 4 (the priority pass), hard limit 6 (the backfill).
+``MAXPS`` (these and ``CLASSCFG``): processor-seconds of the running jobs' remaining walltime plus
+the job's processors × walltime (maui_limits.py).
 
 Unknown keywords and unknown attributes are collected in :attr:`MauiConfig.warnings` (the
 scheduler logs them in one warning), the approximate ones in effect (maui_keywords.py, ``batfeed
@@ -63,12 +73,11 @@ schedulers``) in :attr:`MauiConfig.approximate` (one more warning); a malformed 
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
+from batfeed.schedulers.maui_cfgvalues import Target, parse_duration, value  # noqa: F401 (re-exported)
 from batfeed.schedulers.maui_keywords import approximations
 
 from batfeed.errors import InputError
@@ -76,23 +85,6 @@ from batfeed.errors import InputError
 
 class MauiConfigError(InputError):
     """Malformed maui.cfg line (``file:line: message``)."""
-
-
-@dataclass
-class Target:
-    """A fairshare target in percent; ``mode`` "" (target), "+" (floor) or "-" (ceiling)."""
-
-    value: float
-    mode: str = ""
-
-    def delta(self, usage_pct: float) -> float:
-        """Maui's fairshare factor of one credential: target − usage, clipped for floors/ceilings."""
-        d = self.value - usage_pct
-        if self.mode == "+":
-            return max(d, 0.0)
-        if self.mode == "-":
-            return min(d, 0.0)
-        return d
 
 
 @dataclass
@@ -112,6 +104,12 @@ class Cred:
     # USERCFG/GROUPCFG/ACCOUNTCFG ``MAXJOB=soft,hard``: the hard limits (None: the soft one)
     maxjob_hard: int | None = None
     maxnode_hard: int | None = None
+    # MAXPS=soft[,hard]: processor-seconds of the running jobs' remaining walltime (maui_limits.py)
+    maxps: int | None = None
+    maxps_hard: int | None = None
+    # USERCFG/GROUPCFG/ACCOUNTCFG/CLASSCFG QDEF= and QLIST= (QOS access, maui_creds.py)
+    qdef: str | None = None
+    qlist: list[str] | None = None
 
 
 SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
@@ -152,29 +150,32 @@ SCALARS: dict[str, tuple[str, str]] = {     # keyword -> (attribute, kind)
     "DEFERTIME": ("defertime", "defertime"),
     "DEFERCOUNT": ("defercount", "int"),
     "DEFERSTARTCOUNT": ("deferstartcount", "int"),
+    # issue 29 (QOS, fairshare caps): MConst.c MParam, MFS.c MFSProcessOConfig
+    "QOSWEIGHT": ("qosweight", "float"),
+    "FSCAP": ("fscap", "int"),
+    "FSUSERCAP": ("fsusercap", "int"),
+    "FSGROUPCAP": ("fsgroupcap", "int"),
+    "FSACCOUNTCAP": ("fsaccountcap", "int"),
+    "FSCLASSCAP": ("fsclasscap", "int"),
 }
 
-CHOICES = {
-    "fspolicy": {"NONE": "NONE", "DEDICATEDPS": "DEDICATEDPS", "DEDICATEDPES": "DEDICATEDPS",
-                 "UTILIZEDPS": "DEDICATEDPS"},
-    "respolicy": {"CURRENTHIGHEST": "CURRENTHIGHEST", "NEVER": "NEVER"},
-    "bfpolicy": {"FIRSTFIT": "FIRSTFIT", "BESTFIT": "BESTFIT", "NONE": "NONE"},
-    "bfmetric": {"PROCS": "PROCS", "NODES": "PROCS", "PROCSECONDS": "PROCSECONDS", "SECONDS": "SECONDS"},
-    "nalloc": {"FIRSTAVAILABLE": "FIRSTAVAILABLE", "LASTAVAILABLE": "LASTAVAILABLE", "MINRESOURCE": "MINRESOURCE",
-               "CPULOAD": "CPULOAD"},
-}
-
-CREDS = {"USERCFG": "users", "GROUPCFG": "groups", "ACCOUNTCFG": "accounts", "CLASSCFG": "classes"}
+CREDS = {"USERCFG": "users", "GROUPCFG": "groups", "ACCOUNTCFG": "accounts", "CLASSCFG": "classes",
+         "QOSCFG": "qos"}
 
 CRED_ATTRS: dict[str, tuple[str, str]] = {
     "PRIORITY": ("priority", "float"),
     "FSTARGET": ("fstarget", "target"),
+    "QDEF": ("qdef", "qos"),
+    "QLIST": ("qlist", "qlist"),
 }
 LIMIT_ATTRS: dict[str, tuple[str, str]] = {       # USERCFG/GROUPCFG/ACCOUNTCFG: that credential's total
     "MAXJOB": ("maxjob", "limit"),
     "MAXNODE": ("maxnode", "limit"),
     "MAXPROC": ("maxnode", "limit"),
+    "MAXPS": ("maxps", "limit"),
 }
+# QOSCFG: MCred.c MCredProcessConfig's generic attributes (the QOS's own limits, MJob.c MJobCheckLimits)
+QOS_ATTRS: dict[str, tuple[str, str]] = {"PRIORITY": ("priority", "float"), **LIMIT_ATTRS}
 CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "MAXJOB": ("maxjob", "int"),
     "MAXNODE": ("maxnode", "int"),
@@ -186,12 +187,11 @@ CLASS_ATTRS: dict[str, tuple[str, str]] = {
     "MAXPROCPERJOB": ("maxnodeperjob", "int"),
     "MAX.WCLIMIT": ("maxwclimit", "duration"),
     "HOSTLIST": ("hostlist", "hostlist"),
+    "MAXPS": ("maxps", "limit"),
 }
 
 NOT_MAUI = {"MAXWCLIMIT": "MAX.WCLIMIT"}    # no Maui 3 attribute (MCred.c MCredProcessConfig: exact names)
 
-TRUE = {"TRUE", "YES", "ON", "1"}
-FALSE = {"FALSE", "NO", "OFF", "0"}
 _ARRAY = re.compile(r"^([A-Za-z][A-Za-z0-9_.]*)\[([^\]]*)\]$")
 
 
@@ -231,16 +231,23 @@ class MauiConfig:
     defertime: float = 3600.0        # <= 0: defer disabled (MJob.c MJobSetHold)
     defercount: int = 24             # 0: never a batch hold
     deferstartcount: int = 1         # no effect: Batsim starts every job it is asked to
+    qosweight: float = 0.0
+    fscap: int = 0                   # caps of the fairshare component and sub-components (0: none)
+    fsusercap: int = 0
+    fsgroupcap: int = 0
+    fsaccountcap: int = 0
+    fsclasscap: int = 0
     users: dict[str, Cred] = field(default_factory=dict)
     groups: dict[str, Cred] = field(default_factory=dict)
     accounts: dict[str, Cred] = field(default_factory=dict)
     classes: dict[str, Cred] = field(default_factory=dict)
+    qos: dict[str, Cred] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     approximate: list[str] = field(default_factory=list)   # maui_keywords.STATUS entries in effect, approximate
     source: str | None = None
 
     def cred(self, kind: str, name: str) -> Cred | None:
-        """Attributes of credential ``name`` of ``kind`` ("users", "groups", "accounts", "classes"):
+        """Attributes of credential ``name`` of ``kind`` ("users", "groups", "accounts", "classes", "qos"):
         its own entry's, each missing one taken from the ``DEFAULT`` entry; None if neither exists."""
         table: dict[str, Cred] = getattr(self, kind)
         own, default = table.get(name), table.get("DEFAULT")
@@ -260,76 +267,6 @@ class MauiConfig:
         """BESTFIT's BACKFILLMETRIC of a job of q machines and walltime p (MBF.c MBFBestFit)."""
         metric = self.backfillmetric
         return q if metric == "PROCS" else p if metric == "SECONDS" else q * p
-
-
-def parse_duration(text: str) -> float:
-    """``[[[DD:]HH:]MM:]SS`` -> seconds (each part a non-negative number); ValueError otherwise."""
-    parts = text.strip().split(":")
-    if not 1 <= len(parts) <= 4 or any(not re.fullmatch(r"\d+(\.\d*)?", p) for p in parts):
-        raise ValueError(f"not a duration ([[[DD:]HH:]MM:]SS): {text!r}")
-    mult = (86400.0, 3600.0, 60.0, 1.0)[4 - len(parts):]
-    return sum(float(p) * m for p, m in zip(parts, mult, strict=True))
-
-
-def _value(kind: str, text: str) -> Any:
-    if kind == "float":
-        v = float(text)
-        if not math.isfinite(v):
-            raise ValueError(f"not a finite number: {text!r}")
-        return v
-    if kind in ("int", "posint"):
-        if not re.fullmatch(r"[+]?\d+", text):
-            raise ValueError(f"not a non-negative integer: {text!r}")
-        v = int(text)
-        if kind == "posint" and v < 1:
-            raise ValueError(f"must be >= 1: {text!r}")
-        return v
-    if kind == "limit":     # SOFT[,HARD] (MCred.c __MCredParseLimit: one value sets both)
-        m = re.fullmatch(r"[+]?(\d+)(?:,[+]?(\d+))?", text)
-        if not m:
-            raise ValueError(f"not a limit (N or SOFT,HARD): {text!r}")
-        soft, hard = int(m.group(1)), int(m.group(2) or m.group(1))
-        if hard < soft:
-            raise ValueError(f"hard limit {hard} below soft limit {soft}")
-        return soft, hard
-    if kind == "bool":
-        up = text.upper()
-        if up in TRUE:
-            return True
-        if up in FALSE:
-            return False
-        raise ValueError(f"not a boolean (TRUE/FALSE): {text!r}")
-    if kind == "duration":
-        return parse_duration(text)
-    if kind == "defertime":         # MTime.c MUTimeFromString: raw seconds (<= 0: defer disabled), INFINITY
-        t = text.strip()
-        if t.upper() == "INFINITY":
-            return math.inf
-        if re.fullmatch(r"-\d+", t):
-            return float(t)
-        return parse_duration(t)
-    if kind == "overrun":           # -1: no limit (MLimit.c MLimitEnforceAll skips JobWCX < 0)
-        return math.inf if text.strip() == "-1" else parse_duration(text)
-    if kind == "decay":
-        v = float(text)
-        if not 0 < v <= 1:
-            raise ValueError(f"must be in (0, 1]: {text!r}")
-        return v
-    if kind == "target":
-        m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)([+\-^]?)", text)
-        if not m:
-            raise ValueError(f"not a fairshare target (e.g. 25, 25+, 25-): {text!r}")
-        return Target(float(m.group(1)), "" if m.group(2) == "^" else m.group(2))
-    if kind == "hostlist":
-        items = [t for t in re.split(r"[,\s]+", text) if t]
-        if not items:
-            raise ValueError("empty host list")
-        return items
-    table = CHOICES[kind]
-    up = text.upper()
-    if up not in table:
-        raise ValueError(f"unsupported value {text!r} (supported: {', '.join(table)})")
-    return table[up]
 
 
 def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
@@ -356,13 +293,16 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                 if not eq or not val:
                     raise MauiConfigError(f"{name}[{index}]: expected ATTR=VALUE, got {tok!r}", source, lineno)
                 akey = key.upper()
-                spec = CRED_ATTRS.get(akey) or (CLASS_ATTRS if name == "CLASSCFG" else LIMIT_ATTRS).get(akey)
+                if name == "QOSCFG":
+                    spec = QOS_ATTRS.get(akey)
+                else:
+                    spec = CRED_ATTRS.get(akey) or (CLASS_ATTRS if name == "CLASSCFG" else LIMIT_ATTRS).get(akey)
                 if spec is None:
                     hint = f"; Maui ignores it too, its attribute is {NOT_MAUI[akey]}" if akey in NOT_MAUI else ""
                     unknown.append(f"{name}[{index}] {key} (line {lineno}{hint})")
                     continue
                 try:
-                    v = _value(spec[1], val)
+                    v = value(spec[1], val)
                     if spec[1] == "limit":
                         v, hard = v
                         setattr(entry, spec[0] + "_hard", hard)
@@ -380,7 +320,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
         if len(values) != 1:
             raise MauiConfigError(f"{name} expects one value, got {len(values)}", source, lineno)
         try:
-            setattr(cfg, spec[0], _value(spec[1], values[0]))
+            setattr(cfg, spec[0], value(spec[1], values[0]))
         except ValueError as err:
             raise MauiConfigError(f"{name}: {err}", source, lineno) from None
         used.update((name, f"{name} {values[0].upper()}"))

@@ -13,14 +13,15 @@ from typing import Any
 
 from batfeed.schedulers.backfill import BackfillScheduler, OptionError
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
-from batfeed.schedulers.maui_config import Cred, MauiConfig, Target, load_config
+from batfeed.schedulers.maui_config import Cred, load_config
+from batfeed.schedulers.maui_creds import KINDS, JobInfo, job_info
 from batfeed.schedulers.maui_defer import Defer
-from batfeed.schedulers.maui_fairshare import PollFairshare, make_fairshare
-from batfeed.schedulers.maui_limits import CredLimits, never, over
+from batfeed.schedulers.maui_fairshare import PollFairshare, fs_component, make_fairshare
+from batfeed.schedulers.maui_limits import CredLimits, Use, never, over
 from batfeed.schedulers.maui_nodes import Plan
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
-from batfeed.schedulers.resources import Intervals, subtract, union
+from batfeed.schedulers.resources import Intervals, union
 from batsim.batsim import Job
 
 log = logging.getLogger("batfeed.schedulers")
@@ -28,36 +29,6 @@ log = logging.getLogger("batfeed.schedulers")
 INF = float("inf")
 NEG_RETRY = 60.0        # s between re-examinations of jobs held for a negative priority (event-driven)
 _WARNED: set[str] = set()   # the maui.cfg warnings already said in this process
-KINDS = (("users", "user"), ("groups", "group"), ("accounts", "account"), ("classes", "class"))
-
-
-class JobInfo:
-    """What the priority and the limits need about a waiting or running job."""
-
-    __slots__ = ("user", "group", "account", "cls", "cred", "fs_terms", "keys", "limits", "cred_limits",
-                 "nodes", "others")
-
-    def __init__(self, user: str, group: str, account: str, cls: str, cred: float,
-                 fs_terms: list[tuple[tuple[str, str], float, Target]], limits: Cred | None,
-                 nodes: Intervals | None, others: Intervals,
-                 cred_limits: tuple[tuple[tuple[str, str], Cred], ...] = ()):
-        self.user, self.group, self.account, self.cls = user, group, account, cls
-        self.cred = cred                  # CREDWEIGHT · Σ sub-weight · credential priority
-        self.fs_terms = fs_terms          # (fairshare key, FS sub-weight, target) with a target
-        self.keys = (("user", user), ("group", group), ("account", account), ("class", cls))
-        self.limits = limits              # the class's CLASSCFG entry (or DEFAULT's), if any
-        self.cred_limits = cred_limits    # ((kind, name), entry) of USER/GROUP/ACCOUNTCFG with MAXJOB/MAXPROC
-        self.nodes = nodes                # HOSTLIST machines, None = all
-        self.others = others              # machines outside HOSTLIST
-
-
-def _field(job: Job, *names: str, default: str) -> str:
-    d = job.json_dict or {}
-    for n in names:
-        v = d.get(n)
-        if v is not None and v != "":
-            return str(v)
-    return default
 
 
 class MauiCore(BackfillScheduler):
@@ -92,8 +63,8 @@ class MauiCore(BackfillScheduler):
         self._creds: dict[tuple[str, str], Cred | None] = {}
         self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
         self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
-        self.use_cred: dict[tuple[str, str], list[int]] = {}   # (kind, name) with a limit -> [machines, jobs]
-        self.run_info: dict[str, tuple[JobInfo, int]] = {}
+        self.use_cred: dict[tuple[str, str], Use] = {}         # (kind, name) with a limit -> running jobs
+        self.run_info: dict[str, tuple[JobInfo, int, float]] = {}   # running: info, machines, walltime end
         self.nodesets: dict[str, Intervals] = {}               # class -> HOSTLIST machines
         self._res: list[tuple[float, float, int]] = []          # this iteration's reservations (t, p̃, q)
         self._pins: list[tuple[float, float, Intervals]] = []   # pinned machines (from, to, machines)
@@ -151,10 +122,7 @@ class MauiCore(BackfillScheduler):
         cfg = self.cfg
         p = info.cred
         if self._fs_on and self.fs.any_usage():
-            fs = 0.0
-            for key, w, target in info.fs_terms:
-                fs += w * target.delta(self.fs.usage_pct(key))
-            p += cfg.fsweight * fs
+            p += cfg.fsweight * fs_component(cfg, self.fs, info.fs_terms)
         serv = cfg.queuetimeweight * wait / 60.0
         if cfg.xfactorweight:
             if p_wall == INF:
@@ -178,34 +146,7 @@ class MauiCore(BackfillScheduler):
         return self._creds[key]
 
     def _job_info(self, job: Job) -> JobInfo:
-        cfg: MauiConfig = self.cfg
-        user = _field(job, "user", default="DEFAULT")
-        group = _field(job, "group", default="DEFAULT")
-        account = _field(job, "account", "project", "group", default="DEFAULT")
-        cls = _field(job, "queue_name", "queue", "partition", default="DEFAULT")
-        names = {"users": user, "groups": group, "accounts": account, "classes": cls}
-        cred = 0.0
-        fs_terms = []
-        cred_limits = []
-        for kind, short in KINDS:
-            entry = self._cred(kind, names[kind])
-            if entry is None:
-                continue
-            if entry.maxjob is not None or entry.maxnode is not None:    # class totals too (MJobCheckLimits)
-                cred_limits.append(((short, names[kind]), entry))
-            w = getattr(cfg, f"{short}weight")
-            if w and entry.priority:
-                cred += w * entry.priority
-            fw = getattr(cfg, f"fs{short}weight")
-            if fw and entry.fstarget is not None:
-                fs_terms.append(((short, names[kind]), fw, entry.fstarget))
-        limits = self._cred("classes", cls)
-        nodes = self.nodesets.get(cls)
-        if nodes is None:
-            nodes = self.nodesets.get("DEFAULT")
-        others = subtract([(0, self.nb_machines - 1)], nodes) if nodes is not None else []
-        return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others,
-                       tuple(cred_limits))
+        return job_info(self, job)
 
     # ---------------------------------------------------------------- callbacks
     def onSimulationBegins(self) -> None:
@@ -274,15 +215,13 @@ class MauiCore(BackfillScheduler):
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         super().launch(e, ivs, now)
         info = self.info[e.id]
-        self.run_info[e.id] = (info, e.q)
+        self.run_info[e.id] = (info, e.q, now + e.p)
         for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
             u = table.setdefault(key, [0, 0])
             u[0] += e.q
             u[1] += 1
         for key, _ in info.cred_limits:
-            u = self.use_cred.setdefault(key, [0, 0])
-            u[0] += e.q
-            u[1] += 1
+            self.use_cred.setdefault(key, Use()).add(e.q, now + e.p)
         self.fs.start(info.keys, e.q, now)
         if self.limits is not None:
             self.limits.started(e, now)
@@ -312,15 +251,13 @@ class MauiCore(BackfillScheduler):
     def _complete(self, job: Job) -> None:
         got = self.run_info.pop(job.id, None)
         if got is not None:
-            info, q = got
+            info, q, end = got
             for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
                 u = table[key]
                 u[0] -= q
                 u[1] -= 1
             for key, _ in info.cred_limits:
-                u = self.use_cred[key]
-                u[0] -= q
-                u[1] -= 1
+                self.use_cred[key].remove(q, end)
             self.fs.stop(info.keys, q, self.bs.time())
             if self.limits is not None:
                 self.limits.ended(job.id)
@@ -389,7 +326,7 @@ class MauiCore(BackfillScheduler):
         if cfg.rejectnegpriojobs and -e.kp[0] < 0:   # MPolicy.c MQueueSelectAllJobs
             self._neg_held[e.id] = e
             return True
-        if info.cred_limits and over(info, e.q, self.use_cred, hard):
+        if info.cred_limits and over(info, e.q, e.p, self.use_cred, self.bs.time(), hard):
             return True
         c = info.limits
         if c is None:

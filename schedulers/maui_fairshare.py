@@ -16,6 +16,9 @@ at its iterations, and :class:`PollFairshare` follows it:
   sum is MFS.c ``MFSCalcFactor``'s (window i weighs FSDECAY^i, i < FSDEPTH).
 - **No usage, no fairshare** (MPriority.c ``MJobGetStartPriority``): the fairshare component counts
   only once the decayed total usage is > 0 (:meth:`PollFairshare.any_usage`).
+- **Caps** (MPriority.c ``MJobGetStartPriority``, :func:`fs_component`): FSUSERCAP, FSGROUPCAP,
+  FSACCOUNTCAP, FSCLASSCAP cap each credential's factor (target − usage %) from above, FSCAP the
+  weighted sum (before FSWEIGHT); 0 is no cap.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING
 from batfeed.schedulers.fairshare import Fairshare
 
 if TYPE_CHECKING:
-    from batfeed.schedulers.maui_config import MauiConfig
+    from batfeed.schedulers.maui_config import MauiConfig, Target
 
 
 def make_fairshare(cfg: MauiConfig, interval: float | None) -> Fairshare:
@@ -37,6 +40,18 @@ def make_fairshare(cfg: MauiConfig, interval: float | None) -> Fairshare:
     if interval is not None:
         return PollFairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, on, interval)
     return Fairshare(cfg.fsinterval, cfg.fsdepth, cfg.fsdecay, enabled=on)
+
+
+def fs_component(cfg: MauiConfig, fs: Fairshare, terms: Iterable[tuple[tuple[str, str], float, Target]]) -> float:
+    """The fairshare component before FSWEIGHT (MPriority.c ``MJobGetStartPriority``): Σ sub-weight ×
+    MIN(target − usage %, FS<kind>CAP) over the job's credentials with a target, then MIN(that, FSCAP)
+    (MIN only when the cap is > 0, MFS.c ``MFSProcessOConfig`` reads the caps as integers)."""
+    total = 0.0
+    for key, w, target in terms:
+        f = target.delta(fs.usage_pct(key))
+        cap = getattr(cfg, f"fs{key[0]}cap")
+        total += w * (min(f, cap) if cap > 0 else f)
+    return min(total, cfg.fscap) if cfg.fscap > 0 else total
 
 
 class PollFairshare(Fairshare):

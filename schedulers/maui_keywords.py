@@ -1,11 +1,12 @@
-"""What batfeed's Maui does with each maui.cfg keyword it reads: exact, approximate (how) or ignored.
+"""What batfeed's Maui does with each maui.cfg keyword it reads: exact, approximate (how), ignored or error.
 
 *exact*: every job of the Maui conformance scenarios named starts at the reference Maui 3 simulator's
 poll on its nodes (tests/test_maui_conformance.py; node mechanics, ``interval`` = RMPOLLINTERVAL with
 ``poll``: Maui iterates at every poll).  *approximate*: what differs, or that the rule follows Maui's
 source but no recorded scenario checks it yet.  *ignored*: any other keyword or attribute, named in one
-warning when the file is read.  ``batfeed schedulers`` prints :data:`STATUS` (:func:`listing`); reading a
-config logs the approximate ones it uses (:func:`approximations`).
+warning when the file is read.  *error*: a value batfeed refuses (a ``file:line`` error).  ``batfeed
+schedulers`` prints :data:`STATUS` (:func:`listing`); reading a config logs the approximate ones it uses
+(:func:`approximations`).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ STATUS: dict[str, tuple[str, str]] = {
     "ACCOUNTWEIGHT": ("exact", "× ACCOUNTCFG PRIORITY (fairshare_account_16n_60s)"),
     "CLASSWEIGHT": ("exact", "× CLASSCFG PRIORITY (classprio_16n_5s; class = the job's queue)"),
     "XFACTORWEIGHT": ("exact", "(wait + walltime) / max(walltime, XFMINWCLIMIT) (xfactor_16n_5s)"),
-    "XFMINWCLIMIT": ("approximate", "the minimum walltime of the expansion factor, 2 min by default (Maui: of "
-                     "the job's QOS); not yet compared with Maui"),
+    "XFMINWCLIMIT": ("exact", "max(walltime, XFMINWCLIMIT) for every job: Maui applies it to a job with a QOS "
+                     "(MPriority.c MJobGetStartPriority) and its simulator gives every job one (xfminwclimit_16n_5s)"),
     "ENABLENEGJOBPRIORITY": ("exact", "negprio_16n_5s"),
     "REJECTNEGPRIOJOBS": ("exact", "a job of negative priority waits (rejectneg_16n_5s); one whose priority can "
                           "never rise is rejected when nothing else is left (Maui keeps it idle)"),
@@ -66,8 +67,8 @@ STATUS: dict[str, tuple[str, str]] = {
                         "rejected at submission (Maui keeps it idle)"),
     "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s"),
     "ACCOUNTCFG MAXJOB, MAXPROC": ("exact", "accountmaxjob_16n_5s (MAXJOB)"),
-    "USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts the "
-                                            "job's node request"),
+    "USERCFG/GROUPCFG/ACCOUNTCFG/QOSCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts "
+                                                   "the job's node request"),
     "CLASSCFG MAXJOB": ("exact", "the USERCFG rules for the class's running jobs (classmaxjob_16n_5s)"),
     "CLASSCFG MAXNODE, MAXPROC": ("approximate", "the USERCFG rules, in machines: classmaxproc_16n_5s starts "
                                   "every job at Maui's poll, one of them on other nodes (not explained yet); MAXNODE "
@@ -90,6 +91,31 @@ STATUS: dict[str, tuple[str, str]] = {
                               "defer (down_16n_5s, drained_*, defer_poll_*, outage_defer*_16n_5s)"),
     "DEFERSTARTCOUNT": ("approximate", "read, no effect: a Batsim start never fails (MJob.c MJobStart)"),
     "CLASSCFG MAXWCLIMIT": ("ignored", "no Maui 3 attribute (Maui ignores it: recorded); MAX.WCLIMIT is"),
+    # --- issue 29: QOS, MAXPS, fairshare caps ---
+    "QOSWEIGHT": ("exact", "× the job's QOS's QOSCFG PRIORITY (qos_prio_16n_5s, qos_limits_16n_5s)"),
+    "QOSCFG PRIORITY": ("exact", "the QOS's own, no DEFAULT fallback; the job's QOS is the one it requests (Batsim "
+                        "field qos, Maui's trace QOS field) if its credentials may use it, else their default "
+                        "(qos_prio_16n_5s)"),
+    "USERCFG QLIST, QDEF": ("exact", "MQOS.c MQOSGetAccess (qos_prio_16n_5s); lists of type & or ^ are errors"),
+    "GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF": ("approximate", "MQOS.c MQOSGetAccess's rule, not yet compared with "
+                                                 "Maui; a job without an account has its group as account in "
+                                                 "batfeed (Maui: none)"),
+    "QOSCFG MAXJOB, MAXPROC": ("exact", "the QOS's own limit, else QOSCFG[DEFAULT]'s; a default QOS at its soft "
+                               "limit leaves no backfill window (MBF.c MBFGetWindow) (qos_limits_16n_5s)"),
+    "USERCFG MAXPS": ("exact", "processors × walltime against the running jobs' processors × remaining walltime "
+                      "(MPolicy.c MPolicyAdjustUsage) (maxps_user_16n_5s; SOFT,HARD: softhard_maxps_16n_5s); a job "
+                      "above the hard limit is rejected at submission (Maui keeps it idle)"),
+    "GROUPCFG MAXPS, CLASSCFG MAXPS": ("exact", "maxps_group_class_16n_5s"),
+    "ACCOUNTCFG MAXPS, QOSCFG MAXPS": ("approximate", "the USERCFG MAXPS rule; not yet compared with Maui"),
+    "FSCAP": ("exact", "cap of the fairshare component before FSWEIGHT (MPriority.c MJobGetStartPriority; "
+              "fscap_16n_60s)"),
+    "FSUSERCAP, FSGROUPCAP": ("exact", "caps of each credential's target − usage % (fssubcap_16n_60s)"),
+    "FSACCOUNTCAP, FSCLASSCAP": ("approximate", "the FSUSERCAP rule; not yet compared with Maui"),
+    "USERCFG/GROUPCFG FSCAP": ("ignored", "not a credential attribute in Maui 3.5 (MConst.c MCredAttr has none, "
+                               "MCred.c MCredProcessConfig skips it): ignored with the warning, as Maui does"),
+    "FSTARGET caps (25^, 25%)": ("error", "Maui 3.5's per-credential fairshare caps (MFS.c MFSTargetFromString, "
+                                 "MFSCheckCap from MPolicy.c MQueueCheckSingleJob) are not modelled: a file:line "
+                                 "error"),
 }
 
 
@@ -110,12 +136,16 @@ def approximations(used: set[str]) -> list[str]:
 
     rules = [
         ("FSPOLICY UTILIZEDPS", any_of("FSPOLICY UTILIZEDPS")),
-        ("XFMINWCLIMIT", any_of("XFMINWCLIMIT")),
-        ("USERCFG/GROUPCFG/ACCOUNTCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE", "ACCOUNTCFG MAXNODE")),
+        ("USERCFG/GROUPCFG/ACCOUNTCFG/QOSCFG MAXNODE", any_of("USERCFG MAXNODE", "GROUPCFG MAXNODE",
+                                                              "ACCOUNTCFG MAXNODE", "QOSCFG MAXNODE")),
         ("CLASSCFG MAXNODE, MAXPROC", any_of("CLASSCFG MAXNODE", "CLASSCFG MAXPROC")),
         ("CLASSCFG MAXJOBPERUSER, MAXPROCPERUSER", any_of("CLASSCFG MAXJOBPERUSER", "CLASSCFG MAXPROCPERUSER")),
         ("CLASSCFG MAXNODEPERJOB", any_of("CLASSCFG MAXNODEPERJOB")),
         ("CLASSCFG HOSTLIST", any_of("CLASSCFG HOSTLIST")),
         ("DEFERSTARTCOUNT", any_of("DEFERSTARTCOUNT")),
+        ("GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF", any_of(*(f"{c} {a}" for c in ("GROUPCFG", "ACCOUNTCFG", "CLASSCFG")
+                                                              for a in ("QLIST", "QDEF")))),
+        ("ACCOUNTCFG MAXPS, QOSCFG MAXPS", any_of("ACCOUNTCFG MAXPS", "QOSCFG MAXPS")),
+        ("FSACCOUNTCAP, FSCLASSCAP", any_of("FSACCOUNTCAP", "FSCLASSCAP")),
     ]
     return [key for key, hit in rules if hit]

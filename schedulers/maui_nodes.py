@@ -38,6 +38,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.jobqueue import ScanState
+from batfeed.schedulers.maui_limits import window_blocked
 from batfeed.schedulers.resources import FreeMachines, Intervals, count, intersect, lowest, subtract, union
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def iterate(s: Maui, now: float) -> bool:
         _pass(s, now, depth, started, reserved)
     for e in started:
         wq.remove(e)
-    if cfg.backfillpolicy != "NONE" and s.free.count:
+    if cfg.backfillpolicy != "NONE" and s.free.count and not window_blocked(s, now):
         _backfill(s, set(reserved), now)
     return bool(started)
 

@@ -90,25 +90,53 @@ def test_defer_keywords():
         parse_config("DEFERTIME soon\n", "m.cfg")
 
 
+def test_qos_maxps_and_fairshare_caps():
+    c = parse_config("QOSWEIGHT 2\nQOSCFG[hi] PRIORITY=100 MAXJOB=2\nQOSCFG[DEFAULT] MAXPROC=10 MAXPS=5000,9000\n"
+                     "USERCFG[DEFAULT] QLIST=hi:lo MAXPS=100\nUSERCFG[u2] QDEF=lo\nCLASSCFG[q] MAXPS=7\n"
+                     "FSCAP 800\nFSUSERCAP 5\n")
+    hi = c.cred("qos", "hi")
+    assert c.qosweight == 2
+    assert (hi.priority, hi.maxjob, hi.maxnode, hi.maxps, hi.maxps_hard) == (100, 2, 10, 5000, 9000)
+    assert c.users["DEFAULT"].qlist == ["hi", "lo"] and c.users["u2"].qdef == "lo"
+    assert (c.users["DEFAULT"].maxps, c.classes["q"].maxps, c.fscap, c.fsusercap) == (100, 7, 800, 5)
+    # QOSCFG takes PRIORITY and the limits only (its FSTARGET, QTWEIGHT... are ignored with the warning)
+    assert parse_config("QOSCFG[hi] FSTARGET=3\n").warnings[0].endswith(": QOSCFG[hi] FSTARGET (line 1)")
+
+
+def test_job_qos_follows_mqosgetaccess():
+    from batfeed.schedulers.maui_creds import job_qos
+    c = parse_config("USERCFG[DEFAULT] QLIST=hi\nUSERCFG[u2] QLIST=lo QDEF=lo\nGROUPCFG[g9] QDEF=mid\n")
+    names = {"users": "u1", "groups": "g1", "accounts": "a", "classes": "batch"}
+    assert job_qos(c, "hi", names) == "hi"                      # DEFAULT user's list
+    assert job_qos(c, "lo", names) == "DEFAULT"                 # not in the list: the default QOS
+    assert job_qos(c, "", {**names, "users": "u2"}) == "lo"     # own QDEF
+    assert job_qos(c, "hi", {**names, "users": "u2"}) == "lo"   # own list replaces DEFAULT's
+    assert job_qos(c, "", {**names, "groups": "g9"}) == "mid"   # the group's QDEF is in its own list
+    # MCred.c MCredAdjustConfig: with a DEFAULT QDEF, a user with its own QDEF keeps DEFAULT's list
+    c = parse_config("USERCFG[DEFAULT] QLIST=hi QDEF=hi\nUSERCFG[u3] QDEF=lo\nUSERCFG[u4] QLIST=lo\n")
+    assert job_qos(c, "hi", {**names, "users": "u3"}) == "hi" and job_qos(c, "", {**names, "users": "u3"}) == "lo"
+    assert job_qos(c, "hi", {**names, "users": "u4"}) == "DEFAULT"   # its QLIST replaces DEFAULT's (hi)
+
+
 def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
     path = tmp_path / "m.cfg"
-    path.write_text("SERVERHOST head\nQOSCFG[hi] PRIORITY=10\nCLASSCFG[q] QLIST=hi PRIORITY=2\nFSWEIGHT 2\n")
+    path.write_text("SERVERHOST head\nQOSCFG[hi] QTWEIGHT=10\nCLASSCFG[q] PLIST=hi PRIORITY=2\nFSWEIGHT 2\n")
     with caplog.at_level(logging.WARNING, logger="batfeed.schedulers"):
         s = Maui({"config": str(path)})
     assert s.cfg.fsweight == 2 and s.cfg.classes["q"].priority == 2
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == [f"{path}: ignored (not supported by batfeed's Maui): SERVERHOST (line 1), "
-                        "QOSCFG[hi] (line 2), CLASSCFG[q] QLIST (line 3)"]
+                        "QOSCFG[hi] QTWEIGHT (line 2), CLASSCFG[q] PLIST (line 3)"]
 
 
 def test_approximate_keywords_in_effect_are_named(tmp_path, caplog):
-    # maui_keywords.STATUS: only what is approximate *and* in effect (CLASSCFG MAXNODE, XFMINWCLIMIT); exact
+    # maui_keywords.STATUS: only what is approximate *and* in effect (CLASSCFG MAXNODE, ACCOUNTCFG MAXPS); exact
     # ones (ACCOUNTWEIGHT, USERCFG MAXJOB, FS*, BESTFIT's metric) are not
-    text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3\nCLASSCFG[q] PRIORITY=5 MAXNODE=2\nXFMINWCLIMIT 60\n"
+    text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3 MAXPS=9\nCLASSCFG[q] PRIORITY=5 MAXNODE=2\nXFMINWCLIMIT 60\n"
             "BACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\nUSERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\n"
             "FSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
     c = parse_config(text)
-    assert c.approximate == ["XFMINWCLIMIT", "CLASSCFG MAXNODE, MAXPROC"]
+    assert c.approximate == ["CLASSCFG MAXNODE, MAXPROC", "ACCOUNTCFG MAXPS, QOSCFG MAXPS"]
     assert parse_config("FSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
     assert parse_config("").approximate == [] and c.warnings == []
     path = tmp_path / "a.cfg"       # one warning names them
@@ -142,6 +170,12 @@ def test_every_keyword_status_is_in_the_docs():
     ("ACCOUNTCFG[a] FSTARGET=x", "m.cfg:1: ACCOUNTCFG[a] FSTARGET: not a fairshare target"),
     ("ENABLENEGJOBPRIORITY maybe", "m.cfg:1: ENABLENEGJOBPRIORITY: not a boolean"),
     ("FSDEPTH 0", "m.cfg:1: FSDEPTH: must be >= 1"),
+    ("USERCFG[u] FSTARGET=20^", "m.cfg:1: USERCFG[u] FSTARGET: fairshare caps (20^: MFS.c MFSCheckCap) are not"),
+    ("GROUPCFG[g] FSTARGET=20%", "m.cfg:1: GROUPCFG[g] FSTARGET: fairshare caps (20%"),
+    ("USERCFG[u] QLIST=a&b", "m.cfg:1: USERCFG[u] QLIST: QOS lists of type AND (&) or ONLY (^) are not supported"),
+    ("USERCFG[u] QDEF=hi^", "m.cfg:1: USERCFG[u] QDEF: not a QOS name"),
+    ("QOSCFG[hi] MAXPS=1h", "m.cfg:1: QOSCFG[hi] MAXPS: not a limit (N or SOFT,HARD)"),
+    ("FSCAP -5", "m.cfg:1: FSCAP: not a non-negative integer"),
 ])
 def test_malformed_lines_are_errors_with_file_and_line(text, message):
     with pytest.raises(MauiConfigError) as info:
