@@ -2,9 +2,10 @@
 
 The scenario becomes Batsim inputs: ``nodes`` zero-latency hosts (machine i = Maui's node ``n<i+1>``),
 one delay job per trace job (subtime = submission − ``T0``, ``res`` = tasks, walltime = the request,
-delay = the run time, ``user``/``group`` fields), and batfeed's options ``config`` (the scenario's
-maui.cfg lines), ``interval`` (its poll) and ``poll`` (an iteration at every poll while jobs wait, as
-Maui's loop: with BACKFILLDEPTH, a poll at which nothing happened can still start a job).  It runs
+delay = the run time, ``user``/``group`` fields, ``queue``/``account``/``qos`` when the scenario sets them),
+and batfeed's options ``config`` (the scenario's maui.cfg lines), ``interval`` (its poll) and ``poll`` (an
+iteration at every poll while jobs wait, as Maui's loop: with BACKFILLDEPTH, a poll at which nothing
+happened can still start a job).  It runs
 through :func:`batfeed.runner.run_simulation`.
 """
 
@@ -44,7 +45,8 @@ def simulate(sc: Scenario, work: Path, options: dict | None = None) -> dict[str,
         profiles.setdefault(f"d{j.runtime}", {"type": "delay", "delay": j.runtime})
         specs.append({"id": j.name, "subtime": j.submit - T0, "res": j.tasks, "walltime": j.wclimit,
                       "profile": f"d{j.runtime}", "user": j.user, "group": j.group,
-                      **({"queue": j.cls} if sc.classes else {}), **({"account": j.account} if j.account else {})})
+                      **({"queue": j.cls} if sc.classes else {}), **({"account": j.account} if j.account else {}),
+                      **({"qos": j.qos} if j.qos else {})})
     wl = work / "w.json"
     wl.write_text(json.dumps({"nb_res": sc.nodes, "jobs": specs, "profiles": profiles}))
     cfg = work / "maui.cfg"

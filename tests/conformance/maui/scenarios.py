@@ -6,7 +6,8 @@ jobs come from :func:`jobs` (``random.Random(seed)``, so the same list every tim
 exponential inter-arrival times from ``T0`` (a multiple of one day, so that Maui's and batfeed's
 fairshare windows start together), sizes from ``sizes``, run times uniform in [60, 3600] s, walltime
 requests rounded up to the minute between the run time and 3 times it (no job overruns its request),
-users ``u1``…``u<users>`` and groups ``g1``/``g2`` by user.
+users ``u1``…``u<users>`` and groups ``g1``/``g2`` by user; QOS requests (``qos``) cycle by job index
+without drawing from the generator.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class Job:
     runtime: int
     cls: str = "batch"      # Maui class (batfeed's ``queue``; only scenarios with ``classes`` set it)
     account: str = ""       # Maui account (scenarios with ``accounts``: p<user % 3>)
+    qos: str = ""           # requested QOS (scenarios with ``qos``: qos[i % len(qos)] for job i)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class Scenario:
     # (from, to, nodes): nodes Down during [from, to) s after T0 (multiples of the poll); the recorder sets
     # them with Maui's mnodectl at the iterations before (record.py drive); to = 0: down for good
     outages: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    qos: tuple[str, ...] = ()          # if set, job i requests QOS qos[i % len(qos)] ("": none)
     note: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -80,7 +83,7 @@ def jobs(sc: Scenario) -> list[Job]:
         cls = sc.classes[u % len(sc.classes)] if sc.classes else "batch"
         q = min(q, dict(sc.class_max).get(cls, q))
         out.append(Job(f"j{i + 1:04d}", q, f"u{u}", f"g{1 + u % 2}", wc, t, rt, cls,
-                       f"p{u % 3}" if sc.accounts else ""))
+                       f"p{u % 3}" if sc.accounts else "", sc.qos[i % len(sc.qos)] if sc.qos else ""))
     return out
 
 
@@ -198,4 +201,22 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("salomon_busy_1008n_5s", 1008, 5, SALOMON_CFG, njobs=400, seed=46, mean_iat=90.0, users=12,
              sizes=SALOMON_SIZES, classes=SALOMON_CLASSES, accounts=True, node_classes=SALOMON_NODES,
              class_max=SALOMON_MAX, node_request=True),
+    # --- issue 29: QOS, MAXPS, fairshare caps (one block) ---
+    # QOS priority: u2 may use lo only (its own QLIST, not DEFAULT's), the others hi; a request outside the
+    # list, or none, gets the default QOS (QDEF, else DEFAULT, whose QOSCFG[DEFAULT] PRIORITY counts)
+    Scenario("qos_prio_16n_5s", 16, 5, ("QOSWEIGHT 1", "QOSCFG[hi] PRIORITY=200", "QOSCFG[DEFAULT] PRIORITY=50",
+                                        "USERCFG[DEFAULT] QLIST=hi", "USERCFG[u2] QLIST=lo QDEF=lo"),
+             seed=40, mean_iat=60.0, qos=("", "hi", "", "lo")),
+    # QOS limits: hi's own MAXJOB, QOSCFG[DEFAULT] MAXPROC for every QOS without its own
+    Scenario("qos_limits_16n_5s", 16, 5, ("QOSWEIGHT 1", "QOSCFG[hi] PRIORITY=100 MAXJOB=2",
+                                          "QOSCFG[DEFAULT] MAXPROC=10", "USERCFG[DEFAULT] QLIST=hi"),
+             seed=41, mean_iat=60.0, qos=("", "hi")),
+    Scenario("xfminwclimit_16n_5s", 16, 5, ("XFACTORWEIGHT 10", "XFMINWCLIMIT 00:30:00"), seed=42),
+    Scenario("maxps_user_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPS=100000",), seed=43, mean_iat=60.0),
+    Scenario("softhard_maxps_16n_5s", 16, 5, ("USERCFG[DEFAULT] MAXPS=60000,120000",), seed=44, mean_iat=60.0),
+    Scenario("maxps_group_class_16n_5s", 16, 5, ("GROUPCFG[g1] MAXPS=100000", "CLASSCFG[qb] MAXPS=90000"),
+             seed=45, mean_iat=60.0, classes=("qa", "qb")),
+    Scenario("fscap_16n_60s", 16, 60, FS_ROLL + ("FSCAP 800",), njobs=300, seed=46, mean_iat=100.0),
+    Scenario("fssubcap_16n_60s", 16, 60, FS_ROLL + ("FSUSERCAP 5", "FSGROUPCAP 10"), njobs=300, seed=47,
+             mean_iat=100.0),
 )}

@@ -48,15 +48,16 @@ def resource_line(name: str, procs: int = 1, classes: tuple[str, ...] = ("batch"
 
 
 def workload_line(j: Job, node_request: bool = False) -> str:
-    """Completed-job line (44 fields); start = submit, completion = submit + runtime.  The nodes requested
-    (field 2, ``J->Request.NC``: what MAXNODE limits count, MPolicy.c ``MPolicyCheckLimit``) are 0, or with
-    ``node_request`` the task count (whole-node jobs)."""
+    """Completed-job line (44 fields); start = submit, completion = submit + runtime; field 24 (0-based 23)
+    is the requested QOS (MTrace.c ``MTraceLoadWorkload``'s ``tmpQReq``), field 26 the account.  The nodes
+    requested (field 2, ``J->Request.NC``: what MAXNODE limits count, MPolicy.c ``MPolicyCheckLimit``) are 0,
+    or with ``node_request`` the task count (whole-node jobs)."""
     end = j.submit + j.runtime
     f = [j.name, str(j.tasks) if node_request else "0", str(j.tasks), j.user, j.group, str(j.wclimit), "Completed",
          f"[{j.cls}:1]",
          str(j.submit), str(j.submit), str(j.submit), str(end), NONE, NONE, NONE, ">=", "0", ">=", "0", NONE,
-         str(j.submit), str(j.tasks), "-1", NONE, NONE, j.account or NONE, NONE, NONE, "0", "0", "[DEFAULT]", "1", "0",
-         "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
+         str(j.submit), str(j.tasks), "-1", j.qos or NONE, NONE, j.account or NONE, NONE, NONE, "0", "0",
+         "[DEFAULT]", "1", "0", "0", "0", "0", "0", NONE, NONE, NONE, NONE, NONE, NONE, NONE]
     assert len(f) == 44
     return " ".join(f)
 
