@@ -126,14 +126,15 @@ class Maui(MauiCounts):
             self.limits.begin()
             wq.refresh(now)
             self.limits.select_all(now)
-        if self.free.count == 0 and not self.trace_reservations:
+        keep = self.trace_reservations or self._fs_caps   # a capped job keeps its last reservation
+        if self.free.count == 0 and not keep:
             return                      # nothing could start: reservations are recomputed next time
         sig = (self.profile.version, self.free.count, len(wq), wq.seq)
-        if (self._static and sig == self._idle and not self.trace_reservations
+        if (self._static and sig == self._idle and not keep
                 and (self.counts or not Plan.overdue(self, now))):
             return                      # same state and order as an iteration that started nothing
         free = self.free.count
-        if not self.counts and not self.trace_reservations and all(e.q > free for e in wq.main):
+        if not self.counts and not keep and all(e.q > free for e in wq.main):
             return                      # no job fits the idle nodes: nothing starts, in the pass or a window
         self.iterations += 1
         self._neg_held = {}

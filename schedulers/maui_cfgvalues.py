@@ -12,7 +12,8 @@ from typing import Any
 
 @dataclass
 class Target:
-    """A fairshare target in percent; ``mode`` "" (target), "+" (floor) or "-" (ceiling)."""
+    """A fairshare target in percent; ``mode`` "" (target), "+" (floor), "-" (ceiling), "^" (cap on the
+    decayed usage in processor-seconds) or "%" (cap in percent) (MFS.c ``MFSTargetFromString``)."""
 
     value: float
     mode: str = ""
@@ -24,6 +25,8 @@ class Target:
             return max(d, 0.0)
         if self.mode == "-":
             return min(d, 0.0)
+        if self.mode in ("^", "%"):        # MPriority.c MJobGetStartPriority: mfstCapAbs/mfstCapRel give 0
+            return 0.0
         return d
 
 
@@ -92,12 +95,10 @@ def value(kind: str, text: str) -> Any:
         if not 0 < v <= 1:
             raise ValueError(f"must be in (0, 1]: {text!r}")
         return v
-    if kind == "target":     # MFS.c MFSTargetFromString; 25^ / 25% are caps (MFSCheckCap): not modelled
+    if kind == "target":     # MFS.c MFSTargetFromString; 25^ / 25% are caps (maui_fairshare.fs_capped)
         m = re.fullmatch(r"(\d+(?:\.\d*)?|\.\d+)([+\-^%]?)", text)
         if not m:
-            raise ValueError(f"not a fairshare target (e.g. 25, 25+, 25-): {text!r}")
-        if m.group(2) in ("^", "%"):
-            raise ValueError(f"fairshare caps ({text}: MFS.c MFSCheckCap) are not supported by batfeed's Maui")
+            raise ValueError(f"not a fairshare target (e.g. 25, 25+, 25-, 25^, 25%): {text!r}")
         return Target(float(m.group(1)), m.group(2))
     if kind == "qos":        # MCred.c MCredProcessConfig mcaQDef; QDEF=q& / q^ set the QOS list's type
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", text):

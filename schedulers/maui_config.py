@@ -47,7 +47,7 @@ FSACCOUNTCAP FSCLASSCAP
 ==========================  ============  ==================================================
 
 Credentials: ``USERCFG[u]``, ``GROUPCFG[g]``, ``ACCOUNTCFG[a]``, ``CLASSCFG[c]`` with ``PRIORITY=``,
-``FSTARGET=`` (``25``, ``25+`` floor, ``25-`` ceiling; the caps ``25^``, ``25%`` are errors),
+``FSTARGET=`` (``25``, ``25+`` floor, ``25-`` ceiling, ``90000^`` and ``25%`` caps: maui_fairshare.py),
 ``QDEF=`` (default QOS) and ``QLIST=`` (QOS access list, ``a,b``; the ``&``/``^`` list types are
 errors); index ``DEFAULT`` applies to every credential not listed.  ``QOSCFG[q]``: ``PRIORITY=`` (no
 DEFAULT fallback) and the limits ``MAXJOB``, ``MAXPROC``, ``MAXPS`` (QOSCFG[DEFAULT]'s for a QOS
@@ -215,6 +215,7 @@ class MauiConfig:
     enablenegjobpriority: bool = False
     rejectnegpriojobs: bool = False    # moab.h DEFAULT_MREJECTNEGPRIOJOBS
     fspolicy: str = "NONE"
+    fspes: bool = False              # FSPOLICY DEDICATEDPES (charged as DEDICATEDPS; the caps' request differs)
     fsinterval: float = 12 * 3600.0
     fsdepth: int = 8
     fsdecay: float = 1.0
@@ -310,6 +311,8 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
                 except ValueError as err:
                     raise MauiConfigError(f"{name}[{index}] {key}: {err}", source, lineno) from None
                 used.add(f"{name} {akey}")
+                if akey == "FSTARGET" and v.mode in ("^", "%"):
+                    used.add("FSTARGET CAP")
             continue
         spec = SCALARS.get(name)
         if spec is None or (index is not None and not (name == "RESERVATIONDEPTH"
@@ -326,6 +329,7 @@ def parse_config(text: str, source: str = "<maui.cfg>") -> MauiConfig:
         used.update((name, f"{name} {values[0].upper()}"))
     if unknown:
         cfg.warnings.append(f"{source}: ignored (not supported by batfeed's Maui): " + ", ".join(unknown))
+    cfg.fspes = "FSPOLICY DEDICATEDPES" in used
     cfg.approximate = approximations(used)
     return cfg
 

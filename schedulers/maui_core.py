@@ -16,7 +16,7 @@ from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.maui_config import Cred, load_config
 from batfeed.schedulers.maui_creds import KINDS, JobInfo, job_info
 from batfeed.schedulers.maui_defer import Defer
-from batfeed.schedulers.maui_fairshare import PollFairshare, fs_component, make_fairshare
+from batfeed.schedulers.maui_fairshare import PollFairshare, fs_capped, fs_component, fs_never, make_fairshare
 from batfeed.schedulers.maui_limits import CredLimits, Use, never, over
 from batfeed.schedulers.maui_nodes import Plan
 from batfeed.schedulers.options import Option, specs
@@ -59,6 +59,8 @@ class MauiCore(BackfillScheduler):
         self.interval: float | None = float(iv) if iv else None
         self.fs = make_fairshare(cfg, self.interval if self.opts["mechanics"] == "nodes" else None)
         self._fs_on = cfg.fsweight != 0 and any(getattr(cfg, f"fs{k}weight") for _, k in KINDS)
+        self._fs_caps = self.fs.enabled and any(c.fstarget is not None and c.fstarget.mode in ("^", "%")
+                                                for kind, _ in KINDS for c in getattr(cfg, kind).values())
         self.info: dict[str, JobInfo] = {}
         self._creds: dict[tuple[str, str], Cred | None] = {}
         self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
@@ -91,8 +93,8 @@ class MauiCore(BackfillScheduler):
         self._overrun: list[tuple[float, Job]] = []               # (release poll, job) of timed-out jobs
         self.limits = CredLimits.make(self)
         self.defer = Defer(self)
-        if self.limits is not None:
-            self._static = False     # queue times restart while a limit blocks a job
+        if self.limits is not None or self._fs_caps:
+            self._static = False     # queue times restart while a limit blocks a job; fairshare caps lift
         self._overrun_checked = False
 
     def make_queue(self) -> WaitQueue:
@@ -180,7 +182,7 @@ class MauiCore(BackfillScheduler):
 
     def on_submit(self, job: Job) -> None:
         info = self._job_info(job)
-        why = never(job, info)
+        why = never(job, info) or (self._fs_caps and fs_never(self.cfg, info.keys, job)) or None
         if why:
             self.reject(job, why)
             return
@@ -327,6 +329,8 @@ class MauiCore(BackfillScheduler):
             self._neg_held[e.id] = e
             return True
         if info.cred_limits and over(info, e.q, e.p, self.use_cred, self.bs.time(), hard):
+            return True
+        if self._fs_caps and fs_capped(cfg, self.fs, info.keys, e.q, e.p):    # MQueueCheckSingleJob
             return True
         c = info.limits
         if c is None:

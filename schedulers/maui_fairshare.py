@@ -19,18 +19,22 @@ at its iterations, and :class:`PollFairshare` follows it:
 - **Caps** (MPriority.c ``MJobGetStartPriority``, :func:`fs_component`): FSUSERCAP, FSGROUPCAP,
   FSACCOUNTCAP, FSCLASSCAP cap each credential's factor (target − usage %) from above, FSCAP the
   weighted sum (before FSWEIGHT); 0 is no cap.
+- **Fairshare caps of a credential** (``FSTARGET=90000^``, ``FSTARGET=25%``; MFS.c ``MFSCheckCap``,
+  :func:`fs_capped`): a job is not selected while one of its credentials' own capped usage would exceed
+  the cap; the credential's factor in the priority is 0.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.fairshare import Fairshare
 
 if TYPE_CHECKING:
     from batfeed.schedulers.maui_config import MauiConfig, Target
+    from batsim.batsim import Job
 
 
 def make_fairshare(cfg: MauiConfig, interval: float | None) -> Fairshare:
@@ -52,6 +56,46 @@ def fs_component(cfg: MauiConfig, fs: Fairshare, terms: Iterable[tuple[tuple[str
         cap = getattr(cfg, f"fs{key[0]}cap")
         total += w * (min(f, cap) if cap > 0 else f)
     return min(total, cfg.fscap) if cfg.fscap > 0 else total
+
+
+def _caps(cfg: MauiConfig, keys: Iterable[tuple[str, str]]) -> Iterator[tuple[tuple[str, str], Target]]:
+    """The credentials among ``keys`` whose own FSTARGET is a cap (``^`` or ``%``), with it."""
+    for key in keys:
+        own = getattr(cfg, "classes" if key[0] == "class" else key[0] + "s").get(key[1])
+        if own is not None and own.fstarget is not None and own.fstarget.mode in ("^", "%"):
+            yield key, own.fstarget
+
+
+def fs_capped(cfg: MauiConfig, fs: Fairshare, keys: Iterable[tuple[str, str]], q: int, p: float) -> bool:
+    """A job of ``q`` processors and walltime ``p`` with credentials ``keys`` is over one of their own
+    fairshare caps (MFS.c ``MFSCheckCap``, called by MPolicy.c ``MQueueCheckSingleJob`` when FSPOLICY is
+    not NONE): the credential's decayed usage (FSUsage[0] + FSFactor, processor-seconds) plus the job's
+    request (processors × walltime; under DEDICATEDPES its processor-equivalents alone) exceeds
+    ``FSTARGET=N^``, or that sum in percent of the decayed total exceeds ``FSTARGET=N%`` (never while
+    the total is 0).  Only the credential's own entry counts (no DEFAULT fallback)."""
+    if not fs.enabled:
+        return False
+    req = float(q) if cfg.fspes else q * p
+    for key, t in _caps(cfg, keys):
+        hist = fs.usage.get(key)
+        used = req + (sum(w * u for w, u in zip(fs.weights, hist, strict=True)) if hist else 0.0)
+        if t.mode == "%":
+            total = sum(w * u for w, u in zip(fs.weights, fs.total, strict=True))
+            used = used / total * 100.0 if total > 0 else 0.0
+        if used > t.value:
+            return True
+    return False
+
+
+def fs_never(cfg: MauiConfig, keys: Iterable[tuple[str, str]], job: Job) -> str | None:
+    """Why ``job`` can never pass its credentials' absolute fairshare caps (its request alone exceeds one:
+    rejected at submission, Maui keeps it idle), or None."""
+    q, p = job.requested_resources, job.requested_time
+    req = float(q) if cfg.fspes else q * (p if p is not None else math.inf)
+    for (kind, name), t in _caps(cfg, keys):
+        if t.mode == "^" and req > t.value:
+            return f"requests {req:g} processor-seconds, more than FSTARGET={t.value:g}^ of {kind} {name}"
+    return None
 
 
 class PollFairshare(Fairshare):

@@ -112,10 +112,14 @@ STATUS: dict[str, tuple[str, str]] = {
     "FSUSERCAP, FSGROUPCAP": ("exact", "caps of each credential's target − usage % (fssubcap_16n_60s)"),
     "FSACCOUNTCAP, FSCLASSCAP": ("approximate", "the FSUSERCAP rule; not yet compared with Maui"),
     "USERCFG/GROUPCFG FSCAP": ("ignored", "not a credential attribute in Maui 3.5 (MConst.c MCredAttr has none, "
-                               "MCred.c MCredProcessConfig skips it): ignored with the warning, as Maui does"),
-    "FSTARGET caps (25^, 25%)": ("error", "Maui 3.5's per-credential fairshare caps (MFS.c MFSTargetFromString, "
-                                 "MFSCheckCap from MPolicy.c MQueueCheckSingleJob) are not modelled: a file:line "
-                                 "error"),
+                               "MCred.c MCredProcessConfig skips it; its per-credential cap is FSTARGET=N^ or N%): "
+                               "ignored with the warning, as Maui does"),
+    "FSTARGET caps (N^, N%)": ("approximate", "Maui 3.5's per-credential fairshare caps (MFS.c MFSCheckCap from "
+                               "MPolicy.c MQueueCheckSingleJob): a job whose credential's own decayed usage + "
+                               "processors × walltime exceeds N processor-seconds (^) or N % of the total (%) is "
+                               "not selected and keeps its last reservation; the credential's factor is 0. "
+                               "fstargetcap_16n_60s starts every job at Maui's poll, one on other nodes (a "
+                               "reservation Maui leaves on a node of a job ending at the poll, not modelled)"),
 }
 
 
@@ -147,5 +151,6 @@ def approximations(used: set[str]) -> list[str]:
                                                               for a in ("QLIST", "QDEF")))),
         ("ACCOUNTCFG MAXPS, QOSCFG MAXPS", any_of("ACCOUNTCFG MAXPS", "QOSCFG MAXPS")),
         ("FSACCOUNTCAP, FSCLASSCAP", any_of("FSACCOUNTCAP", "FSCLASSCAP")),
+        ("FSTARGET caps (N^, N%)", any_of("FSTARGET CAP")),
     ]
     return [key for key, hit in rules if hit]

@@ -38,6 +38,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.maui_creds import has_limit, job_qos
+from batfeed.schedulers.maui_fairshare import fs_capped
 from batfeed.schedulers.resources import count
 
 if TYPE_CHECKING:
@@ -146,13 +147,13 @@ class CredLimits:
 
     @staticmethod
     def make(s: MauiCore) -> CredLimits | None:
-        """The tracker, when USERCFG/GROUPCFG/ACCOUNTCFG/CLASSCFG/QOSCFG set MAXJOB, MAXPROC or MAXPS or
-        REJECTNEGPRIOJOBS is on
+        """The tracker, when USERCFG/GROUPCFG/ACCOUNTCFG/CLASSCFG/QOSCFG set MAXJOB, MAXPROC or MAXPS, a
+        credential has a fairshare cap or REJECTNEGPRIOJOBS is on
         (node mechanics, interval mode); None otherwise (queue time then runs from submission)."""
         cfg = s.cfg
         cl = any(has_limit(c) for kind in ("users", "groups", "accounts", "classes", "qos")
                  for c in getattr(cfg, kind).values())
-        cl = cl or cfg.rejectnegpriojobs
+        cl = cl or cfg.rejectnegpriojobs or s._fs_caps    # a capped job's EffQueueDuration stays too
         return CredLimits(s) if cl and not s.counts and s.interval is not None else None
 
     def wait(self, e: Entry, now: float) -> float:
@@ -194,7 +195,8 @@ class CredLimits:
                 continue         # REJECTNEGPRIOJOBS: not selected, so its EffQueueDuration stays as it was
             if info.cred_limits and over(info, e.q, e.p, use, now, hard=True):
                 self.sqt[e.id] = now
-            elif not info.cred_limits or not over(info, e.q, e.p, s.use_cred, now, hard=True):
+            elif ((not info.cred_limits or not over(info, e.q, e.p, s.use_cred, now, hard=True))
+                  and not (s._fs_caps and fs_capped(s.cfg, s.fs, info.keys, e.q, e.p))):
                 eff[e.id] = now - self.sqt.get(e.id, e.r)
         self.next = eff
 

@@ -38,6 +38,7 @@ from itertools import chain
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.jobqueue import ScanState
+from batfeed.schedulers.maui_fairshare import fs_capped
 from batfeed.schedulers.maui_limits import window_blocked
 from batfeed.schedulers.resources import FreeMachines, Intervals, count, intersect, lowest, subtract, union
 
@@ -53,12 +54,19 @@ class Plan:
 
     def __init__(self) -> None:
         self.res: list[tuple[float, float, Intervals]] = []      # this iteration's (S, E, machines)
-        self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows
+        self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows (+ kept)
+        self.last: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # reservations at the end
+        self.kept: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # of an iteration, kept ones
 
     def begin(self, s: Maui, now: float) -> None:
         self.s = s
         self.res = []
         self.blocks = [(w.start, w.end, w.machines) for w in s.profile.windows if w.end > now]
+        # A job over a fairshare cap keeps the reservation it held (MPolicy.c MQueueCheckSingleJob does not
+        # destroy it, and MQueue.c MQueueScheduleRJobs releases only the selected jobs'): it still blocks.
+        self.kept = {jid: (e, r) for jid, (e, r) in self.last.items()
+                     if e.where >= 0 and r[1] > now and fs_capped(s.cfg, s.fs, s.info[jid].keys, e.q, e.p)}
+        self.blocks += [r for _, r in self.kept.values()]
 
     @staticmethod
     def overdue(s: Maui, now: float) -> bool:
@@ -267,6 +275,8 @@ def iterate(s: Maui, now: float) -> bool:
         _pass(s, now, depth, started, reserved)
     for e in started:
         wq.remove(e)
+    if s._fs_caps:
+        plan.last = {**plan.kept, **reserved}
     if cfg.backfillpolicy != "NONE" and s.free.count and not window_blocked(s, now):
         _backfill(s, set(reserved), now)
     return bool(started)

@@ -99,6 +99,8 @@ def test_qos_maxps_and_fairshare_caps():
     assert (hi.priority, hi.maxjob, hi.maxnode, hi.maxps, hi.maxps_hard) == (100, 2, 10, 5000, 9000)
     assert c.users["DEFAULT"].qlist == ["hi", "lo"] and c.users["u2"].qdef == "lo"
     assert (c.users["DEFAULT"].maxps, c.classes["q"].maxps, c.fscap, c.fsusercap) == (100, 7, 800, 5)
+    caps = parse_config("USERCFG[u] FSTARGET=9000^\nGROUPCFG[g] FSTARGET=20%\n")
+    assert caps.users["u"].fstarget == Target(9000, "^") and caps.groups["g"].fstarget.delta(3) == 0
     # QOSCFG takes PRIORITY and the limits only (its FSTARGET, QTWEIGHT... are ignored with the warning)
     assert parse_config("QOSCFG[hi] FSTARGET=3\n").warnings[0].endswith(": QOSCFG[hi] FSTARGET (line 1)")
 
@@ -170,8 +172,7 @@ def test_every_keyword_status_is_in_the_docs():
     ("ACCOUNTCFG[a] FSTARGET=x", "m.cfg:1: ACCOUNTCFG[a] FSTARGET: not a fairshare target"),
     ("ENABLENEGJOBPRIORITY maybe", "m.cfg:1: ENABLENEGJOBPRIORITY: not a boolean"),
     ("FSDEPTH 0", "m.cfg:1: FSDEPTH: must be >= 1"),
-    ("USERCFG[u] FSTARGET=20^", "m.cfg:1: USERCFG[u] FSTARGET: fairshare caps (20^: MFS.c MFSCheckCap) are not"),
-    ("GROUPCFG[g] FSTARGET=20%", "m.cfg:1: GROUPCFG[g] FSTARGET: fairshare caps (20%"),
+    ("USERCFG[u] FSTARGET=20^+", "m.cfg:1: USERCFG[u] FSTARGET: not a fairshare target"),
     ("USERCFG[u] QLIST=a&b", "m.cfg:1: USERCFG[u] QLIST: QOS lists of type AND (&) or ONLY (^) are not supported"),
     ("USERCFG[u] QDEF=hi^", "m.cfg:1: USERCFG[u] QDEF: not a QOS name"),
     ("QOSCFG[hi] MAXPS=1h", "m.cfg:1: QOSCFG[hi] MAXPS: not a limit (N or SOFT,HARD)"),

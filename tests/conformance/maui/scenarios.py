@@ -219,4 +219,7 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("fscap_16n_60s", 16, 60, FS_ROLL + ("FSCAP 800",), njobs=300, seed=46, mean_iat=100.0),
     Scenario("fssubcap_16n_60s", 16, 60, FS_ROLL + ("FSUSERCAP 5", "FSGROUPCAP 10"), njobs=300, seed=47,
              mean_iat=100.0),
+    # per-credential fairshare caps (MFS.c MFSCheckCap): g2's decayed usage in processor-seconds, u1's share
+    Scenario("fstargetcap_16n_60s", 16, 60, FS_ROLL[:9] + ("GROUPCFG[g2] FSTARGET=100000^", "USERCFG[u1] FSTARGET=30%"),
+             njobs=300, seed=52, mean_iat=100.0),
 )}
