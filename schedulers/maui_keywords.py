@@ -97,16 +97,16 @@ STATUS: dict[str, tuple[str, str]] = {
                         "field qos, Maui's trace QOS field) if its credentials may use it, else their default "
                         "(qos_prio_16n_5s)"),
     "USERCFG QLIST, QDEF": ("exact", "MQOS.c MQOSGetAccess (qos_prio_16n_5s); lists of type & or ^ are errors"),
-    "GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF": ("approximate", "MQOS.c MQOSGetAccess's rule, not yet compared with "
-                                                 "Maui; a job without an account has its group as account in "
-                                                 "batfeed (Maui: none)"),
+    "GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF": ("exact", "MQOS.c MQOSGetAccess (qos_access_16n_5s); a job without "
+                                                 "an account has its group as account in batfeed (Maui: none)"),
     "QOSCFG MAXJOB, MAXPROC": ("exact", "the QOS's own limit, else QOSCFG[DEFAULT]'s; a default QOS at its soft "
                                "limit leaves no backfill window (MBF.c MBFGetWindow) (qos_limits_16n_5s)"),
     "USERCFG MAXPS": ("exact", "processors × walltime against the running jobs' processors × remaining walltime "
                       "(MPolicy.c MPolicyAdjustUsage) (maxps_user_16n_5s; SOFT,HARD: softhard_maxps_16n_5s); a job "
                       "above the hard limit is rejected at submission (Maui keeps it idle)"),
     "GROUPCFG MAXPS, CLASSCFG MAXPS": ("exact", "maxps_group_class_16n_5s"),
-    "ACCOUNTCFG MAXPS, QOSCFG MAXPS": ("approximate", "the USERCFG MAXPS rule; not yet compared with Maui"),
+    "ACCOUNTCFG MAXPS, QOSCFG MAXPS": ("exact", "maxps_account_qos_16n_5s (QOSCFG[DEFAULT]'s also in the backfill "
+                                                "window's check)"),
     "FSCAP": ("exact", "cap of the fairshare component before FSWEIGHT (MPriority.c MJobGetStartPriority; "
               "fscap_16n_60s)"),
     "FSUSERCAP, FSGROUPCAP": ("exact", "caps of each credential's target − usage % (fssubcap_16n_60s)"),
@@ -147,9 +147,6 @@ def approximations(used: set[str]) -> list[str]:
         ("CLASSCFG MAXNODEPERJOB", any_of("CLASSCFG MAXNODEPERJOB")),
         ("CLASSCFG HOSTLIST", any_of("CLASSCFG HOSTLIST")),
         ("DEFERSTARTCOUNT", any_of("DEFERSTARTCOUNT")),
-        ("GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF", any_of(*(f"{c} {a}" for c in ("GROUPCFG", "ACCOUNTCFG", "CLASSCFG")
-                                                              for a in ("QLIST", "QDEF")))),
-        ("ACCOUNTCFG MAXPS, QOSCFG MAXPS", any_of("ACCOUNTCFG MAXPS", "QOSCFG MAXPS")),
         ("FSACCOUNTCAP, FSCLASSCAP", any_of("FSACCOUNTCAP", "FSCLASSCAP")),
         ("FSTARGET caps (N^, N%)", any_of("FSTARGET CAP")),
     ]

@@ -132,13 +132,13 @@ def test_unknown_keywords_are_listed_in_one_warning(tmp_path, caplog):
 
 
 def test_approximate_keywords_in_effect_are_named(tmp_path, caplog):
-    # maui_keywords.STATUS: only what is approximate *and* in effect (CLASSCFG MAXNODE, ACCOUNTCFG MAXPS); exact
+    # maui_keywords.STATUS: only what is approximate *and* in effect (CLASSCFG MAXNODE, FSACCOUNTCAP); exact
     # ones (ACCOUNTWEIGHT, USERCFG MAXJOB, FS*, BESTFIT's metric) are not
-    text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3 MAXPS=9\nCLASSCFG[q] PRIORITY=5 MAXNODE=2\nXFMINWCLIMIT 60\n"
+    text = ("ACCOUNTWEIGHT 2\nACCOUNTCFG[p] PRIORITY=3 MAXPS=9\nCLASSCFG[q] PRIORITY=5 MAXNODE=2\nFSACCOUNTCAP 60\n"
             "BACKFILLPOLICY BESTFIT\nBACKFILLMETRIC PROCSECONDS\nUSERCFG[DEFAULT] MAXJOB=4 FSTARGET=10\n"
             "FSPOLICY DEDICATEDPS\nFSUSERWEIGHT 1\n")
     c = parse_config(text)
-    assert c.approximate == ["CLASSCFG MAXNODE, MAXPROC", "ACCOUNTCFG MAXPS, QOSCFG MAXPS"]
+    assert c.approximate == ["CLASSCFG MAXNODE, MAXPROC", "FSACCOUNTCAP, FSCLASSCAP"]
     assert parse_config("FSPOLICY UTILIZEDPS\n").approximate == ["FSPOLICY UTILIZEDPS"]
     assert parse_config("").approximate == [] and c.warnings == []
     path = tmp_path / "a.cfg"       # one warning names them

@@ -219,6 +219,15 @@ SCENARIOS: dict[str, Scenario] = {sc.name: sc for sc in (
     Scenario("fscap_16n_60s", 16, 60, FS_ROLL + ("FSCAP 800",), njobs=300, seed=46, mean_iat=100.0),
     Scenario("fssubcap_16n_60s", 16, 60, FS_ROLL + ("FSUSERCAP 5", "FSGROUPCAP 10"), njobs=300, seed=47,
              mean_iat=100.0),
+    # QOS access through group, account and class lists and defaults (MQOS.c MQOSGetAccess)
+    Scenario("qos_access_16n_5s", 16, 5, ("QOSWEIGHT 1", "QOSCFG[hi] PRIORITY=200", "QOSCFG[lo] PRIORITY=50",
+                                          "GROUPCFG[g1] QLIST=hi QDEF=hi", "CLASSCFG[qb] QDEF=lo",
+                                          "ACCOUNTCFG[p2] QLIST=lo"),
+             seed=49, mean_iat=60.0, classes=("qa", "qb"), accounts=True, qos=("", "hi", "lo")),
+    # account and QOS MAXPS; QOSCFG[DEFAULT]'s MAXPS also shuts the backfill window (MBF.c MBFGetWindow)
+    Scenario("maxps_account_qos_16n_5s", 16, 5, ("ACCOUNTCFG[DEFAULT] MAXPS=120000", "QOSCFG[hi] MAXPS=90000",
+                                                 "QOSCFG[DEFAULT] MAXPS=100000", "USERCFG[DEFAULT] QLIST=hi"),
+             seed=50, mean_iat=60.0, accounts=True, qos=("", "hi")),
     # per-credential fairshare caps (MFS.c MFSCheckCap): g2's decayed usage in processor-seconds, u1's share
     Scenario("fstargetcap_16n_60s", 16, 60, FS_ROLL[:9] + ("GROUPCFG[g2] FSTARGET=100000^", "USERCFG[u1] FSTARGET=30%"),
              njobs=300, seed=52, mean_iat=100.0),
