@@ -53,6 +53,13 @@ def field(job: Job, *names: str, default: str) -> str:
     return default
 
 
+def request(job: Job) -> float | None:
+    """The walltime Maui counts (its WCLimit): the request kept by ``batfeed convert --overrun``
+    (Batsim's walltime is request + overrun), else Batsim's walltime."""
+    rw = (job.json_dict or {}).get("requested_walltime")
+    return float(rw) if rw is not None else job.requested_time
+
+
 def has_limit(c: Cred) -> bool:
     """The entry sets a MAXJOB, MAXPROC/MAXNODE or MAXPS total (MJob.c ``MJobCheckLimits``)."""
     return c.maxjob is not None or c.maxnode is not None or c.maxps is not None

@@ -31,6 +31,7 @@ from collections.abc import Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from batfeed.schedulers.fairshare import Fairshare
+from batfeed.schedulers.maui_creds import request
 
 if TYPE_CHECKING:
     from batfeed.schedulers.maui_config import MauiConfig, Target
@@ -90,7 +91,7 @@ def fs_capped(cfg: MauiConfig, fs: Fairshare, keys: Iterable[tuple[str, str]], q
 def fs_never(cfg: MauiConfig, keys: Iterable[tuple[str, str]], job: Job) -> str | None:
     """Why ``job`` can never pass its credentials' absolute fairshare caps (its request alone exceeds one:
     rejected at submission, Maui keeps it idle), or None."""
-    q, p = job.requested_resources, job.requested_time
+    q, p = job.requested_resources, request(job)
     req = float(q) if cfg.fspes else q * (p if p is not None else math.inf)
     for (kind, name), t in _caps(cfg, keys):
         if t.mode == "^" and req > t.value:

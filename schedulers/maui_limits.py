@@ -37,7 +37,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from batfeed.schedulers.maui_creds import has_limit, job_qos
+from batfeed.schedulers.maui_creds import has_limit, job_qos, request
 from batfeed.schedulers.maui_fairshare import fs_capped
 from batfeed.schedulers.resources import count
 
@@ -114,7 +114,7 @@ def never(job: Job, info: JobInfo) -> str | None:
         if lim is not None and q > lim:     # (Maui would keep it idle for ever)
             return f"requests {q} machines, more than MAXPROC {lim} of {kind} {name}"
         ps = cl.maxps_hard if cl.maxps_hard is not None else cl.maxps
-        wall = job.requested_time
+        wall = request(job)
         if ps and wall is not None and q * wall > ps:
             return f"requests {q} machines × {wall:g} s, more than MAXPS {ps} of {kind} {name}"
     return None
