@@ -88,7 +88,7 @@ def job_qos(cfg: MauiConfig, requested: str, names: dict[str, str]) -> str:
         table: dict[str, Cred] = getattr(cfg, kind)
         own, default = table.get(names[kind]), table.get("DEFAULT")
         mine = _own_qal(own)
-        if kind == "users" and own is not None and not (own.qlist or not default or not default.qdef):
+        if kind == "users" and own is not None and not own.qlist and default is not None and default.qdef:
             mine |= _own_qal(default)   # MCred.c MCredAdjustConfig: a new user starts with DEFAULT's list
         qal |= mine or _own_qal(default)
     qdef = next((c.qdef for kind, _ in KINDS for c in (getattr(cfg, kind).get(names[kind]),
@@ -121,7 +121,7 @@ def job_info(s: MauiCore, job: Job) -> JobInfo:
         fw = getattr(cfg, f"fs{short}weight")
         if fw and entry.fstarget is not None:
             fs_terms.append(((short, names[kind]), fw, entry.fstarget))
-    qos = job_qos(cfg, field(job, "qos", default=""), names) if cfg.qos or _uses_qos(cfg) else DEFAULT_QOS
+    qos = job_qos(cfg, field(job, "qos", default=""), names)
     own = cfg.qos.get(qos)
     if cfg.qosweight and own is not None and own.priority:      # the QOS's own PRIORITY, no DEFAULT fallback
         cred += cfg.qosweight * own.priority
@@ -136,6 +136,3 @@ def job_info(s: MauiCore, job: Job) -> JobInfo:
     return JobInfo(user, group, account, cls, cfg.credweight * cred, fs_terms, limits, nodes, others,
                    tuple(cred_limits), qos)
 
-
-def _uses_qos(cfg: MauiConfig) -> bool:
-    return any(c.qdef or c.qlist for kind, _ in KINDS for c in getattr(cfg, kind).values())
