@@ -63,9 +63,11 @@ class Plan:
         self.res = []
         self.blocks = [(w.start, w.end, w.machines) for w in s.profile.windows if w.end > now]
         # A job over a fairshare cap keeps the reservation it held (MPolicy.c MQueueCheckSingleJob does not
-        # destroy it, and MQueue.c MQueueScheduleRJobs releases only the selected jobs'): it still blocks.
+        # destroy it, and MQueue.c MQueueScheduleRJobs releases only the selected jobs'): it still blocks -
+        # unless deferred (MJob.c MJobSetHold destroys J->R; with DEFERTIME <= 0 it returns before that).
         self.kept = {jid: (e, r) for jid, (e, r) in self.last.items()
-                     if e.where >= 0 and r[1] > now and fs_capped(s.cfg, s.fs, s.info[jid].keys, e.q, e.p)}
+                     if e.where >= 0 and r[1] > now and jid not in s.defer.until
+                     and fs_capped(s.cfg, s.fs, s.info[jid].keys, e.q, e.p)}
         self.blocks += [r for _, r in self.kept.values()]
 
     @staticmethod

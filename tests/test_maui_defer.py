@@ -62,3 +62,24 @@ def test_a_job_held_for_ever_is_rejected(tmp_path):
         rows, _ = simulate(tmp_path / str(len(text)), JOBS, sched, events=GONE)
         assert rows["A"][3] == "REJECTED" and why in sched.rejected["w0!A"], text
         assert rows["B"][0] == 20
+
+
+def test_a_deferred_job_loses_the_reservation_a_fairshare_cap_keeps():
+    # a job over its FSTARGET=N^ cap keeps its last reservation (maui_nodes.Plan.begin), but a defer destroys
+    # it (MJob.c MJobSetHold: MResDestroy(&J->R)), so a deferred capped job no longer blocks its machines
+    from types import SimpleNamespace
+
+    from batfeed.schedulers.maui_config import parse_config
+    from batfeed.schedulers.maui_nodes import Plan
+
+    e = SimpleNamespace(id="a", where=0, q=4, p=100.0)       # 4 × 100 processor-seconds > the cap of 10
+    res = (50.0, 150.0, [(0, 3)])
+    for until, kept in (({}, True), ({"a": (70.0, e)}, False)):
+        s = SimpleNamespace(profile=SimpleNamespace(windows=[]),
+                            cfg=parse_config("FSPOLICY DEDICATEDPS\nUSERCFG[u] FSTARGET=10^\n"),
+                            fs=SimpleNamespace(enabled=True, usage={}, weights=[1.0], total=[0.0]),
+                            info={"a": SimpleNamespace(keys=(("user", "u"),))}, defer=SimpleNamespace(until=until))
+        plan = Plan()
+        plan.last = {"a": (e, res)}
+        plan.begin(s, 10.0)      # type: ignore[arg-type]
+        assert ("a" in plan.kept, res in plan.blocks) == (kept, kept), until
