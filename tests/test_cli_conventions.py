@@ -17,7 +17,7 @@ from batfeed.cli import build_parser
 BATFEED = str(Path(sys.executable).parent / "batfeed")
 TINY = Path(__file__).resolve().parent / "data" / "cli" / "tiny.swf"
 VERSION = re.compile(rf"batfeed {re.escape(__version__)} \(pybatsim \d+\.\d+\.\d+, Python \d+\.\d+\.\d+\), "
-                     r"(compiled kernel \(\d+ modules, Cython [\d.]+\)|pure Python \(.+\))\n")
+                     r"(compiled kernel \(\d+ modules(, mypyc [\d.]+)?(, Cython [\d.]+)?\)|pure Python \(.+\))\n")
 
 
 def run(*cmd: str | Path) -> subprocess.CompletedProcess[str]:

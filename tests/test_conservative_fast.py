@@ -259,16 +259,26 @@ class CountingRef(RefConservative):
         self.tried = 0
 
     def _compress(self, order, now):
-        walk = self.profile.earliest
-
-        def counted(q, d, t, free, before=INF, skip=None):
-            self.tried += skip is not None
-            return walk(q, d, t, free, before, skip)
-        self.profile.earliest = counted
+        profile = self.profile          # a compiled Profile's methods cannot be replaced: wrap it instead
+        self.profile = _Counting(profile, self)
         try:
             super()._compress(order, now)
         finally:
-            del self.profile.earliest
+            self.profile = profile
+
+
+class _Counting:
+    """The profile, its ``earliest()`` calls with ``skip`` counted into ``owner.tried``."""
+
+    def __init__(self, profile, owner):
+        self._profile, self._owner = profile, owner
+
+    def __getattr__(self, name):
+        return getattr(self._profile, name)
+
+    def earliest(self, q, d, t, free, before=INF, skip=None):
+        self._owner.tried += skip is not None
+        return self._profile.earliest(q, d, t, free, before, skip)
 
 
 def test_kth_schedule_is_the_recorded_one(tmp_path):

@@ -96,10 +96,16 @@ def test_cluster_zones_storage_and_properties(pdir: Path) -> None:
     assert disk0.zone_properties == {"site": "lyon", "level": "world"}
 
 
-def test_host_dicts_are_independent(pdir: Path) -> None:
+def test_host_properties_are_read_only(pdir: Path) -> None:
+    """Hosts share their property views (memory: one per distinct set, one per zone), so a change to one
+    host's properties cannot reach another: the views are read-only."""
     plat = load_platform(pdir / "cluster_zones.xml")
     c0, c1 = plat.compute[1], plat.compute[2]
-    assert c0.properties is not c1.properties and c0.zone_properties is not c1.zone_properties
+    assert c0.properties == c1.properties == {"level": "cluster"}
+    for props in (c0.properties, c0.zone_properties):
+        with pytest.raises(TypeError):
+            props["level"] = "x"  # type: ignore[index]
+    assert c1.properties == {"level": "cluster"} and c1.zone_properties["level"] == "cluster"
 
 
 @pytest.mark.parametrize(("radical", "expected"), [

@@ -146,12 +146,20 @@ def test_window_events_shift_and_clip():
 
 
 def test_validate_with_outages(tmp_path):
-    # Machines 0-1 down during [604800, 604850): week 1's job 2 (4 processors) cannot start before
-    # 604850 -> wait 50 (error 0); 3 then waits until 604950 -> wait 140 (error -160).
+    # Machines 0-1 down during [604800, 604850).  With DEFERTIME 0 (no defer hold), week 1's job 2 (4
+    # processors) cannot start before 604850 -> wait 50 (error 0); 3 then waits until 604950 -> wait 140
+    # (error -160).  With Maui's default DEFERTIME (1 h; MPolicy.c MQueueSelectAllJobs defers a job wider
+    # than the machines up, schedulers/maui_defer.py), 2 and 3 are held for an hour: 2 starts at its
+    # submission + 3600 s (wait 3600, error 3550) and 3, as wide, after 2 ends (wait 3690, error 3390).
     ev = tmp_path / "down.txt"
     ev.write_text('{"timestamp": 604800, "type": "machine_unavailable", "resources": "0-1"}\n'
                   '{"timestamp": 604850, "type": "machine_available", "resources": "0-1"}\n')
     res = validate(TRACE, tmp_path / "v", weeks="1", events=str(ev), plots=False, log=lambda s: None)
+    assert (res[0].mean, res[0].median) == (3470, 3470)
+    cfg = tmp_path / "maui.cfg"
+    cfg.write_text("DEFERTIME 0\n")
+    res = validate(TRACE, tmp_path / "v0", config=str(cfg), weeks="1", events=str(ev), plots=False,
+                   log=lambda s: None)
     assert (res[0].mean, res[0].median) == (-80, -80)
 
 

@@ -21,6 +21,7 @@ Errors are one-line :class:`~batfeed.errors.InputError` naming the platform file
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,7 +84,7 @@ class HostPower:
     sleep: dict[int, tuple[int, int]]         # sleep pstate -> (switching-on pstate, switching-off pstate)
 
 
-def parse_wattage(name: str, props: dict[str, str], nb_pstates: int,
+def parse_wattage(name: str, props: Mapping[str, str], nb_pstates: int,
                   path: str) -> tuple[tuple[PowerRange, ...] | None, float]:
     """A host's power ranges (None without ``wattage_per_state``) and its off wattage, as SimGrid reads them."""
     text = props.get("wattage_off")
@@ -121,7 +122,7 @@ def parse_wattage(name: str, props: dict[str, str], nb_pstates: int,
     return tuple(ranges), watts_off
 
 
-def parse_sleep_pstates(name: str, props: dict[str, str], nb_pstates: int,
+def parse_sleep_pstates(name: str, props: Mapping[str, str], nb_pstates: int,
                         path: str) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
     """Batsim's pstate types and sleep pstates of a host (``Machines::create_machines`` under ``-E``)."""
     types: dict[int, str] = {}
@@ -159,7 +160,7 @@ def parse_sleep_pstates(name: str, props: dict[str, str], nb_pstates: int,
     return types, sleep
 
 
-def check_host(name: str, speeds: tuple[float, ...], props: dict[str, str], compute: bool, machine: bool,
+def check_host(name: str, speeds: tuple[float, ...], props: Mapping[str, str], compute: bool, machine: bool,
                path: str) -> None:
     """The checks SimGrid's energy plugin and Batsim make on one host of the platform under ``-E``
     (``machine``: a compute or storage resource, whose energy Batsim asks)."""
