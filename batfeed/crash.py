@@ -165,9 +165,19 @@ def _builtin_dispatchers() -> frozenset[CodeType]:
     from batsim.batsim import Batsim
     from batsim.tools.launcher import instanciate_scheduler
 
-    from batfeed.engine.direct import DirectDriver
-    return frozenset({DirectDriver.exchange.__code__, Batsim._read_bat_msg.__code__, Batsim.__init__.__code__,
-                      instanciate_scheduler.__code__})
+    return frozenset({Batsim._read_bat_msg.__code__, Batsim.__init__.__code__, instanciate_scheduler.__code__})
+
+
+#: The direct driver's dispatcher, ``DirectDriver.exchange``, known by its file and name rather than its
+#: code object: compiled by mypyc (the kernel), it has no ``__code__``, and its traceback entry is a frame
+#: with a code object of its own, named after the function and the source path it was compiled from.
+_DIRECT_FILE = "batfeed/engine/direct.py"
+_DIRECT_NAME = "exchange"
+
+
+def _is_dispatcher(code: CodeType, codes: frozenset[CodeType]) -> bool:
+    return code in codes or (code.co_name == _DIRECT_NAME
+                             and code.co_filename.replace(os.sep, "/").endswith(_DIRECT_FILE))
 
 
 def _callback_frame(frames: list[_Frame]) -> _Frame | None:
@@ -175,7 +185,7 @@ def _callback_frame(frames: list[_Frame]) -> _Frame | None:
     further in, the innermost callback a scheduler called on another (the user-model layer's)."""
     codes = _dispatchers()
     for i in range(len(frames) - 1, -1, -1):
-        if frames[i][0].f_code in codes:
+        if _is_dispatcher(frames[i][0].f_code, codes):
             if i == len(frames) - 1:
                 return None             # the dispatcher itself failed, not the scheduler
             found = frames[i + 1]
@@ -215,6 +225,25 @@ def _dirs() -> tuple[tuple[str, ...], tuple[str, ...], str, tuple[str, ...]]:
     return tuple(real(p) for p in user), lib, real(here), (*bases, real(os.path.dirname(here)))
 
 
+def _file(code: CodeType) -> str:
+    """The source file of a frame's code.  A module of the compiled kernel names its source in tracebacks
+    by the path mypyc compiled it from, relative to the build's root (``batfeed/engine/direct.py``)."""
+    name = code.co_filename
+    if os.path.isabs(name) or name.startswith("<"):
+        return name
+    return _kernel_sources().get(name.replace(os.sep, "/"), name)
+
+
+@cache
+def _kernel_sources() -> dict[str, str]:
+    """``batfeed/engine/direct.py`` (as mypyc names a compiled module's source) -> the source file."""
+    from batfeed import kernel
+
+    stamp = kernel._read_stamp() or {}
+    return {name.replace(".", "/") + ".py": str(kernel.ROOT / rec["source"])
+            for name, rec in stamp.get("modules", {}).items()}
+
+
 def _is_user(filename: str) -> bool:
     if filename.startswith("<"):
         return False
@@ -227,7 +256,7 @@ def _is_user(filename: str) -> bool:
 
 def _user_frame(frames: list[_Frame]) -> _Frame | None:
     for f in reversed(frames):
-        if _is_user(f[0].f_code.co_filename):
+        if _is_user(_file(f[0].f_code)):
             return f
     return None
 
@@ -247,9 +276,9 @@ def _short(filename: str) -> str:
 def _locations(frames: list[_Frame], user: _Frame | None) -> str:
     inner = frames[-1]
     first = user or inner
-    text = f"{_short(first[0].f_code.co_filename)}:{first[1]}"
+    text = f"{_short(_file(first[0].f_code))}:{first[1]}"
     if user is not None and inner is not user:
-        text += f", via {_short(inner[0].f_code.co_filename)}:{inner[1]}"
+        text += f", via {_short(_file(inner[0].f_code))}:{inner[1]}"
     return text
 
 
@@ -257,7 +286,7 @@ def _message(err: BaseException, frames: list[_Frame]) -> str:
     text = " ".join(str(err).split())
     if not text and isinstance(err, AssertionError) and frames:
         f, line = frames[-1]
-        text = " ".join(linecache.getline(f.f_code.co_filename, line).split()) or "assertion failed"
+        text = " ".join(linecache.getline(_file(f.f_code), line).split()) or "assertion failed"
     if not text:
         text = "(no message)"
     if len(text) > _MAX:

@@ -9,7 +9,8 @@ pybatsim 3.2.1's order (``Batsim._read_bat_msg``: ``onBeforeEvents``, one callba
 like Batsim's JSON (6 decimals), decisions sorted by timestamp like pybatsim sends them.
 
 What a scheduler may use is :class:`BatsimFacade` (the part of pybatsim's ``Batsim`` that
-:class:`DirectBatsim` serves) and :class:`JobFacade` (the fields of pybatsim's ``Job``).  The
+:class:`DirectBatsim` serves) and :class:`JobFacade` (the fields of pybatsim's ``Job``), both in
+:mod:`batfeed.engine.facade` (interpreted: the test reads their annotations) and re-exported here.  The
 schedulers that use nothing else declare ``direct_driver_ok``; ``tests/test_direct_driver.py``
 checks that pybatsim's classes and the direct ones both satisfy the facade and that batfeed's
 schedulers stay inside it.
@@ -17,12 +18,13 @@ schedulers stay inside it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from batsim.batsim import Job as PyJob
 from procset import ProcInt, ProcSet
 
 from batfeed.engine.decisions import Decisions
+from batfeed.engine.facade import BatsimFacade, JobFacade
 from batfeed.engine.kinds import (
     E_BEGINS,
     E_CALL,
@@ -38,6 +40,8 @@ from batfeed.engine.messages import simulation_begins_data
 from batfeed.engine.workload import SEP, Job, Profile, r6, round_json
 from batfeed.errors import ProtocolError
 
+__all__ = ["BatsimFacade", "DirectBatsim", "DirectDriver", "JobFacade", "rejected_job_id", "supports_direct"]
+
 if TYPE_CHECKING:
     from batfeed.engine.simulator import Simulator
 
@@ -48,68 +52,12 @@ _FINAL = {s.name: s for s in _State}
 _new_tuple = tuple.__new__
 
 
-class JobFacade(Protocol):
-    """The fields of pybatsim's ``Job`` a batfeed scheduler reads or sets."""
-
-    id: str
-    submit_time: float
-    requested_time: float
-    requested_resources: int
-    profile: str
-    json_dict: dict[str, Any]
-    allocation: Any
-    job_state: Any
-    finish_time: float | None
-    return_code: int | None
-    progress: Any
-    metadata: Any
-
-    @property
-    def profile_dict(self) -> dict[str, Any]: ...
-
-    @property
-    def workload(self) -> str: ...
-
-
-class BatsimFacade(Protocol):
-    """The part of pybatsim 3.2.1's ``Batsim`` a batfeed scheduler may use (both classes satisfy it)."""
-
-    jobs: dict[str, Any]
-    nb_compute_resources: int
-    nb_resources: int
-    nb_storage_resources: int
-    batconf: dict[str, Any]
-    profiles: dict[str, dict[str, Any]]
-    workloads: dict[str, str]
-    dynamic_job_registration_enabled: bool
-    ack_of_dynamic_jobs: bool
-    profiles_forwarded_on_submission: bool
-    forward_unknown_events: bool
-    allow_compute_sharing: bool
-    allow_storage_sharing: bool
-    no_more_static_jobs: bool
-    no_more_external_events: bool
-    _events_to_send: list[Any]
-
-    def time(self) -> float: ...
-    def consume_time(self, t: float) -> float: ...
-    def execute_jobs(self, jobs: list[Any], io_jobs: Any = None) -> None: ...
-    def execute_job(self, job: Any, io_job: Any = None) -> None: ...
-    def reject_jobs(self, jobs: list[Any]) -> None: ...
-    def reject_jobs_by_id(self, job_ids: list[str]) -> None: ...
-    def kill_jobs(self, jobs: list[Any]) -> None: ...
-    def change_job_state(self, job: Any, state: Any) -> None: ...
-    def wake_me_up_at(self, time: float) -> None: ...
-    def notify_registration_finished(self) -> None: ...
-    def notify_registration_continue(self) -> None: ...
-    def register_profiles(self, workload_name: str, profiles: dict[str, dict[str, Any]]) -> None: ...
-    def register_job(self, id: str, res: int, walltime: float, profile_name: str,
-                     subtime: float | None = None) -> Any: ...
-    def set_job_metadata(self, job_id: str, metadata: Any) -> None: ...
-
-
 class DirectBatsim:
-    """Serves :class:`BatsimFacade` from the engine; decisions are kept as engine calls."""
+    """Serves :class:`BatsimFacade` from the engine; decisions are kept as engine calls.
+
+    What a scheduler passes is annotated ``Any`` where :class:`BatsimFacade` says more than pybatsim
+    checks (a tuple of jobs, an ``int`` time): compiled by mypyc, this class checks (and would convert
+    an ``int`` to a ``float``) what its annotations say."""
 
     def __init__(self, sim: Simulator):
         self._sim: Any = sim              # None once the run is over (DirectDriver.close)
@@ -166,12 +114,12 @@ class DirectBatsim:
     def time(self) -> float:
         return self._current_time
 
-    def consume_time(self, t: float) -> float:
+    def consume_time(self, t: Any) -> float:
         self._current_time += float(t)
         return self._current_time
 
     # ------------------------------------------------------------------ decisions
-    def execute_jobs(self, jobs: list[Any], io_jobs: Any = None) -> None:
+    def execute_jobs(self, jobs: Any, io_jobs: Any = None) -> None:
         if io_jobs is not None:
             raise ProtocolError("EXECUTE_JOB with an I/O job is not modelled by the embedded engine: use real "
                                 "Batsim")
@@ -193,17 +141,17 @@ class DirectBatsim:
     def execute_job(self, job: Any, io_job: Any = None) -> None:
         self.execute_jobs([job], None if io_job is None else {job.id: io_job})
 
-    def reject_jobs(self, jobs: list[Any]) -> None:
+    def reject_jobs(self, jobs: Any) -> None:
         assert len(jobs) > 0, "The list of jobs to reject is empty"
         t, do, out = self._current_time, self._sim._do_reject, self._events_to_send
         for job in jobs:
             out.append((t, do, (job,)))
             job.job_state = _REJECTED
 
-    def reject_jobs_by_id(self, job_ids: list[str]) -> None:
+    def reject_jobs_by_id(self, job_ids: Any) -> None:
         self.reject_jobs([self.jobs[j] for j in job_ids])
 
-    def kill_jobs(self, jobs: list[Any]) -> None:
+    def kill_jobs(self, jobs: Any) -> None:
         assert len(jobs) > 0, "The list of jobs to kill is empty"
         for job in jobs:
             job.job_state = _IN_KILLING
@@ -212,7 +160,7 @@ class DirectBatsim:
     def change_job_state(self, job: Any, state: Any) -> None:
         self._events_to_send.append((self._current_time, self._sim._do_change_state, (job, state.name)))
 
-    def wake_me_up_at(self, time: float) -> None:
+    def wake_me_up_at(self, time: Any) -> None:
         self._events_to_send.append((self._current_time, self._sim._do_call_me_later, (float(time),)))
 
     def notify_registration_finished(self) -> None:
@@ -221,15 +169,14 @@ class DirectBatsim:
     def notify_registration_continue(self) -> None:
         self._events_to_send.append((self._current_time, self._sim._do_notify, ("continue_registration",)))
 
-    def register_profiles(self, workload_name: str, profiles: dict[str, dict[str, Any]]) -> None:
+    def register_profiles(self, workload_name: str, profiles: Any) -> None:
         do, out, t = self._sim._do_register_profile, self._events_to_send, self._current_time
         store = self.profiles.setdefault(workload_name, {})
         for name, profile in profiles.items():
             out.append((t, do, (workload_name, name, profile)))
             store[name] = profile
 
-    def register_job(self, id: str, res: int, walltime: float, profile_name: str,
-                     subtime: float | None = None) -> Job:
+    def register_job(self, id: str, res: Any, walltime: Any, profile_name: str, subtime: Any = None) -> Job:
         if subtime is None:
             subtime = self.time()
         job_dict = {"profile": profile_name, "id": id, "res": res, "walltime": walltime, "subtime": subtime}
