@@ -69,8 +69,10 @@ SCHEDULERS = {
     "creasy": ("creasy", {"alpha": 6000}),
     "los": ("los", {}),
 }
-TARGETS = {("kth", "easy", "direct"): ("sim", 0.5), ("curie", "easy", "direct"): ("sim", 15.0),
-           ("curie", "easy", "direct", "rss"): ("rss", 1.5e9)}
+# issue 27's targets (simulation seconds; peak RSS in bytes)
+TARGETS = {("kth", "easy", "direct"): ("sim", 0.15), ("curie", "easy", "direct"): ("sim", 2.5),
+           ("curie", "fcfs", "direct"): ("sim", 1.5), ("curie", "conservative", "direct"): ("sim", 30.0),
+           ("curie", "maui", "direct"): ("sim", 20.0), ("curie", "easy", "direct", "rss"): ("rss", 400e6)}
 KERNEL_NOTES: set[str] = set()     # the reasons already printed for runs without the compiled kernel
 FLOOR_TARGETS = {("kth", "easy", "direct"): 15.0, ("curie", "easy", "direct"): 6.0}   # sim / C++ floor
 
@@ -237,7 +239,7 @@ def run_scheduler(args: argparse.Namespace, py: str, name: str, sched: str, plat
         if key in TARGETS:
             targets.append((f"{name} {sched} {drv} simulation", r["sim"], TARGETS[key][1], "s"))
         if key + ("rss",) in TARGETS:
-            targets.append((f"{name} {sched} {drv} peak RSS", r["rss"] / 1e9, TARGETS[key + ("rss",)][1] / 1e9, "GB"))
+            targets.append((f"{name} {sched} {drv} peak RSS", r["rss"] / 1e6, TARGETS[key + ("rss",)][1] / 1e6, "MB"))
         if key in FLOOR_TARGETS and floor:
             targets.append((f"{name} {sched} {drv} simulation / C++ floor", r["sim"] / floor["easy"]["seconds"],
                             FLOOR_TARGETS[key], "x"))
