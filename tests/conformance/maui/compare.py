@@ -116,6 +116,16 @@ def kth_jobs(workload: Path) -> list[Job]:
                 max(1, int(delay[j["profile"]]))) for j in w["jobs"]]
 
 
+def name_credentials(workload: Path) -> None:
+    """Rewrite a converted SWF workload's ``user``/``group`` fields in place as :func:`kth_jobs` names them
+    in Maui's trace (``u<user>``, ``g<group>``), so that maui.cfg entries of a named credential
+    (``GROUPCFG[g2]``) reach the same jobs in batfeed and in Maui.  Call it after :func:`kth_jobs`."""
+    w = json.loads(Path(workload).read_text())
+    for j in w["jobs"]:
+        j["user"], j["group"] = f"u{j.get('user', 1)}", f"g{j.get('group', 1)}"
+    Path(workload).write_text(json.dumps(w))
+
+
 def simulate_workload(platform: Path, workload: Path, poll: int, cfg_text: str, work: Path) -> dict[str, float]:
     """batfeed's start time (from ``T0``) of every job of a Batsim ``workload`` on ``platform``."""
     work.mkdir(parents=True, exist_ok=True)
