@@ -43,12 +43,13 @@ STATUS: dict[str, tuple[str, str]] = {
     "FSDECAY": ("exact", "fairshare_roll_*"),
     "FSWEIGHT": ("exact", "fairshare_*"),
     "FSUSERWEIGHT": ("exact", "fairshare_*"),
-    "FSGROUPWEIGHT": ("exact", "fairshare_roll_*"),
+    "FSGROUPWEIGHT": ("exact", "fairshare_roll_*, HPC2N in test_real_maui"),
     "FSACCOUNTWEIGHT": ("exact", "fairshare_account_16n_60s; jobs with an account (batfeed gives one without "
                         "it its project, else its group; Maui: none)"),
     "FSCLASSWEIGHT": ("exact", "fairshare_class_16n_60s"),
     "USERCFG FSTARGET": ("exact", "targets (fairshare_*), floors 25+ (fairshare_floor_16n_60s)"),
-    "GROUPCFG FSTARGET": ("exact", "targets (fairshare_roll_*), ceilings 30- (fairshare_floor_16n_60s)"),
+    "GROUPCFG FSTARGET": ("exact", "targets (fairshare_roll_*, HPC2N in test_real_maui), ceilings 30- "
+                                   "(fairshare_floor_16n_60s)"),
     "ACCOUNTCFG FSTARGET": ("exact", "fairshare_account_16n_60s"),
     "CLASSCFG FSTARGET": ("exact", "fairshare_class_16n_60s"),
     "CREDWEIGHT": ("exact", "userprio_16n_5s, groupprio_16n_60s"),
@@ -62,10 +63,13 @@ STATUS: dict[str, tuple[str, str]] = {
     "ENABLENEGJOBPRIORITY": ("exact", "negprio_16n_5s"),
     "REJECTNEGPRIOJOBS": ("exact", "a job of negative priority waits (rejectneg_16n_5s); one whose priority can "
                           "never rise is rejected when nothing else is left (Maui keeps it idle)"),
-    "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 in test_real_maui; SOFT,HARD: softhard_maxjob_16n_5s"),
-    "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s, softhard_maxproc_16n_5s; a job above the hard limit is "
+    "USERCFG MAXJOB": ("exact", "maxjob4_16n_5s, KTH-SP2 and HPC2N in test_real_maui; SOFT,HARD: "
+                                "softhard_maxjob_16n_5s"),
+    "USERCFG MAXPROC": ("exact", "maxproc8_16n_5s, softhard_maxproc_16n_5s, HPC2N in test_real_maui; a job above "
+                        "the hard limit is "
                         "rejected at submission (Maui keeps it idle)"),
-    "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s"),
+    "GROUPCFG MAXJOB, MAXPROC": ("exact", "groupmaxjob_16n_5s, groupmaxproc_16n_5s (MAXPROC: HPC2N in "
+                                          "test_real_maui)"),
     "ACCOUNTCFG MAXJOB, MAXPROC": ("exact", "accountmaxjob_16n_5s (MAXJOB)"),
     "USERCFG/GROUPCFG/ACCOUNTCFG/QOSCFG MAXNODE": ("approximate", "counted in machines like MAXPROC; Maui counts "
                                                    "the job's node request"),
@@ -100,7 +104,8 @@ STATUS: dict[str, tuple[str, str]] = {
     "GROUPCFG/ACCOUNTCFG/CLASSCFG QLIST, QDEF": ("exact", "MQOS.c MQOSGetAccess (qos_access_16n_5s); a job without "
                                                  "an account has its group as account in batfeed (Maui: none)"),
     "QOSCFG MAXJOB, MAXPROC": ("exact", "the QOS's own limit, else QOSCFG[DEFAULT]'s; a default QOS at its soft "
-                               "limit leaves no backfill window (MBF.c MBFGetWindow) (qos_limits_16n_5s)"),
+                               "limit leaves no backfill window (MBF.c MBFGetWindow) (qos_limits_16n_5s; MAXPROC: "
+                               "HPC2N in test_real_maui)"),
     "USERCFG MAXPS": ("exact", "processors × walltime against the running jobs' processors × remaining walltime "
                       "(MPolicy.c MPolicyAdjustUsage) (maxps_user_16n_5s; SOFT,HARD: softhard_maxps_16n_5s); a job "
                       "above the hard limit is rejected at submission (Maui keeps it idle)"),

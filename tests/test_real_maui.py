@@ -46,7 +46,8 @@ CONFIGS = {
 
 # HPC2N "Seth": its visible per-user limit (MAXJOB=60: no user of the first 5,000 jobs reaches it, so it
 # schedules as the default), tighter per-user limits that bind (each of MAXJOB and MAXPROC alone moves
-# 790 / 2,322 of the 5,000 jobs at 60 s; no job is wider than 128), and fairshare by user and group
+# 790 / 2,322 of the 5,000 jobs at 60 s; no job is wider than 128), fairshare by user and group, and a QOS
+# with a group limit
 SETH = tuple(line for line in (REPO / "schedulers" / "examples" / "hpc2n-seth-maui.cfg").read_text().splitlines()
              if line.strip() and not line.lstrip().startswith("#"))
 HPC2N_CONFIGS = {
@@ -57,6 +58,9 @@ HPC2N_CONFIGS = {
     "fairshare": ("FSPOLICY DEDICATEDPS", "FSWEIGHT 1", "FSUSERWEIGHT 100", "FSGROUPWEIGHT 10", "FSINTERVAL 86400",
                   "FSDEPTH 7", "FSDECAY 0.80", "USERCFG[DEFAULT] FSTARGET=5", "GROUPCFG[g1] FSTARGET=90",
                   "GROUPCFG[g2] FSTARGET=10"),
+    # a QOS of priority 5,000 and a MAXPROC of its own for user u22's and group g2's jobs, a group MAXPROC
+    "qos_group": ("QOSWEIGHT 1", "QOSCFG[hi] PRIORITY=5000 MAXPROC=128", "USERCFG[u22] QDEF=hi", "GROUPCFG[g2] QDEF=hi",
+                  "GROUPCFG[g1] MAXPROC=200"),
 }
 
 # (trace, jobs, poll, config) -> (jobs at another poll than Maui's, jobs within one poll, batfeed's mean
