@@ -94,9 +94,9 @@ def worker(platform: str, workload: str, scheduler: str, options: str, driver: s
     result = sim.run(link, None)
     wall = time.perf_counter() - t1
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    starts = [subs + math.fsum(sim.tracer.waits) if sim.tracer.nb_rejected == 0 else None]
+    sum_start = subs + math.fsum(sim.tracer.waits) if sim.tracer.nb_rejected == 0 else None
     print(json.dumps({"load": load, "sim": wall, "sched": sim.scheduling_time, "messages": result.messages,
-                      "jobs": result.counts["submitted"], "driver": result.driver, "rss": rss, "sum_start": starts[0],
+                      "jobs": result.counts["submitted"], "driver": result.driver, "rss": rss, "sum_start": sum_start,
                       "kernel": kernel_state()}))
 
 

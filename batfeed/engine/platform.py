@@ -158,13 +158,14 @@ class _Zone:
     def __init__(self, parent: _Zone | None, props: dict[str, str] | None = None):
         self.parent = parent
         self.props: dict[str, str] = {} if props is None else props
-        self._merged: dict[str, str] | None = None
+        self._merged: Mapping[str, str] | None = None
 
-    def merged(self) -> dict[str, str]:
-        """Properties of this zone and its ancestors, inner zones winning."""
+    def merged(self) -> Mapping[str, str]:
+        """Properties of this zone and its ancestors, inner zones winning: one read-only view, which the
+        zone's hosts share as their ``zone_properties``."""
         if self._merged is None:
             base = self.parent.merged() if self.parent is not None else {}
-            self._merged = {**base, **self.props}
+            self._merged = MappingProxyType({**base, **self.props})
         return self._merged
 
 
@@ -474,20 +475,8 @@ def load_platform(path: str | Path, master_host: str = "master_host", mmax: int 
             check_host(raw.name, raw.speeds, raw.props, raw.name in computing, raw.name in kept, path)
     roles = [(raw, COMPUTE) for raw in compute] + [(raw, STORAGE) for raw in storage]
     views: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}      # equal properties: one view
-    zones: dict[int, Mapping[str, str]] = {}                                   # id(zone) -> its merged view
-
-    def view(props: dict[str, str]) -> Mapping[str, str]:
-        key = tuple(props.items())
-        if key not in views:
-            views[key] = MappingProxyType(props)
-        return views[key]
-
-    def zone_view(zone: _Zone) -> Mapping[str, str]:
-        if id(zone) not in zones:
-            zones[id(zone)] = MappingProxyType(zone.merged())
-        return zones[id(zone)]
-
-    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role, view(raw.props), zone_view(raw.zone),
+    hosts = [Host(i, raw.name, raw.speeds[raw.pstate], raw.cores, role,
+                  views.setdefault(tuple(raw.props.items()), MappingProxyType(raw.props)), raw.zone.merged(),
                   raw.speeds, raw.pstate) for i, (raw, role) in enumerate(roles)]
     network = _network(reader, master.name, [raw.name for raw in compute], path)
     return Platform(path, master.name, tuple(hosts[:len(compute)]), tuple(hosts[len(compute):]), network,

@@ -79,8 +79,8 @@ def _needs_rounding(value: Any) -> bool:
     return False
 
 
-#: A flat job object as :func:`load_workload` reads it: a tuple ``(keys, value, value, …)``, one key tuple
-#: shared by every job with the same keys (:func:`_pack`).  152 B instead of a 464-B dict for a converted SWF
+#: A flat job object as :mod:`batfeed.engine.workload_file` reads it: a tuple ``(keys, value, value, …)``, one key tuple
+#: shared by every job with the same keys (its ``_pack``).  152 B instead of a 464-B dict for a converted SWF
 #: job (14 members): the loaded workload is most of a run's memory.  JSON gives no tuples, so a tuple in the
 #: parsed document is always one of these.  ``Job.json_dict`` unpacks it, with the engine's full id, when
 #: something reads it (:func:`unpack`).

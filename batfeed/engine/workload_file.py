@@ -53,21 +53,15 @@ _KEYSETS: dict[tuple[str, ...], tuple[str, ...]] = {}
 _NESTED = frozenset((dict, list, tuple))
 
 
-
-def _plain_object(value: Any) -> Any:
-    """:func:`_plain`, without copying an object that holds no object or array (a profile, usually)."""
-    if type(value) is dict and _NESTED.isdisjoint(map(type, value.values())):
-        return value
-    return _plain(value)
-
-
 def _plain(value: Any) -> Any:
     """``value`` as plain ``json.load`` gives it: every :data:`Packed` in it unpacked (a profile, or a job
-    that fails the fast checks, is validated on this)."""
+    that fails the fast checks, is validated on this); an object that holds no object or array is itself."""
     t = type(value)
     if t is Packed:
         return unpack(value)
     if t is dict:
+        if _NESTED.isdisjoint(map(type, value.values())):
+            return value
         return {k: _plain(v) for k, v in value.items()}
     if t is list:
         return [_plain(v) for v in value]
@@ -109,7 +103,7 @@ def load_workload(path: str | Path, name: str) -> Workload:
     if not isinstance(data["jobs"], list) or not isinstance(data["profiles"], dict):
         raise InputError("'jobs' must be an array and 'profiles' an object", where)
     # Batsim checks every profile, then drops the ones that no static job references.
-    profiles = {n: parse_profile(n, _plain_object(p), where) for n, p in data["profiles"].items()}
+    profiles = {n: parse_profile(n, _plain(p), where) for n, p in data["profiles"].items()}
     jobs = _static_jobs(data["jobs"], name, profiles, where)
     resolve_composed(profiles, where)
     used = {j.profile for j in jobs}
