@@ -52,6 +52,7 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.state",
     "batfeed.engine.workload",
     "batfeed.schedulers.jobqueue",
+    "batfeed.schedulers.passes",
     "batfeed.schedulers.policies",
     "batfeed.schedulers.profile",
     "batfeed.schedulers.resources",

@@ -31,7 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from batfeed.schedulers.base import BatfeedScheduler, make_procset, procset_intervals
+from batfeed.schedulers import passes
+from batfeed.schedulers.base import BatfeedScheduler, procset_intervals
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.options import Option, OptionError, validate
 from batfeed.schedulers.profile import Profile
@@ -166,11 +167,7 @@ class BackfillScheduler(BatfeedScheduler):
     # ---------------------------------------------------------------- decisions
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
         """Start entry ``e`` now on ``ivs`` (already out of the free set); the caller removes it from the queue."""
-        job = e.job
-        job.allocation = make_procset(ivs)
-        self.running[e.id] = ivs
-        self._to_start.append(job)
-        self.profile.add(e.id, now + e.p, ivs, e.q)     # an allocation has exactly q machines
+        passes.launch(e, ivs, now, self.profile, self.running, self._to_start)
 
     def allocate(self, e: Entry, now: float, exclude: Intervals = ()) -> Intervals | None:
         """Take the lowest free machines for ``e`` outside ``exclude`` and the windows its span overlaps."""

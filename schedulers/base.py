@@ -13,35 +13,18 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from batfeed.schedulers.passes import make_procset
 from batfeed.schedulers.resources import FreeMachines, Intervals, subtract
 from batsim.batsim import BatsimScheduler, Job
-from procset import ProcInt, ProcSet
+from procset import ProcSet
+
+__all__ = ["BatfeedScheduler", "make_procset", "procset_intervals"]
 
 log = logging.getLogger("batfeed.schedulers")
 
 
 def procset_intervals(ps: ProcSet) -> Intervals:
     return [(iv.inf, iv.sup) for iv in ps.intervals()]
-
-
-def make_procset(ivs: Intervals) -> ProcSet:
-    """ProcSet of sorted, disjoint, non-adjacent intervals, without ProcSet's generic merge."""
-    # procset 1.x internals (pinned <2): the bounds are valid ints, skip __init__ and ProcInt's checks
-    ps = _new_procset(ProcSet)
-    if len(ivs) == 1:
-        ps._itvs = [_new_tuple(ProcInt, ivs[0])]
-        return ps
-    prev = -2
-    for a, b in ivs:
-        if a <= prev + 1:
-            return ProcSet(*ivs)
-        prev = b
-    ps._itvs = [_new_tuple(ProcInt, iv) for iv in ivs]
-    return ps
-
-
-_new_tuple = tuple.__new__
-_new_procset = ProcSet.__new__
 
 
 class BatfeedScheduler(BatsimScheduler):

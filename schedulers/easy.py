@@ -30,6 +30,11 @@ examining all of them, and is skipped when no waiting job fits in the free machi
 nothing changed since a pass that started nothing (same running jobs, free machines and head), only
 the jobs submitted since are tried.
 
+The count mode's decision runs as one function, :func:`passes.easy_count` (compiled by the kernel,
+docs/kernel.md), unless planned windows, traced reservations or a subclass's own ``launch``,
+``allocate``, ``shadow`` or ``_backfill_count`` need the methods below (tests/test_passes.py: both
+take the same decisions).
+
 ``reservation: "machines"`` reproduces batsched's ``easy_bf`` (src/algo/easy_bf.cpp with
 src/schedule.cpp's first-fit time slices and the basic resource selector):
 
@@ -49,6 +54,7 @@ machines outside the windows its span would overlap are free.
 
 from __future__ import annotations
 
+from batfeed.schedulers import passes
 from batfeed.schedulers.backfill import BackfillScheduler
 from batfeed.schedulers.jobqueue import TIES, Entry, ScanState
 from batfeed.schedulers.options import Option, specs
@@ -75,9 +81,21 @@ class Easy(BackfillScheduler):
         self.machines_mode = self.opts["reservation"] == "machines"
         self._idle: tuple | None = None     # (profile version, free, head, shadow, extra) of a decision
                                             # that started nothing
+        cls = type(self)
+        # the whole decision as one function of the core's state (passes.py; compiled by the kernel)
+        # unless a subclass changes a step of it, or batsched's machine reservations, planned windows or
+        # traced reservations are asked for
+        self._pass = not self.machines_mode and \
+            cls.launch is BackfillScheduler.launch and cls.allocate is BackfillScheduler.allocate and \
+            cls.shadow is Easy.shadow and cls._backfill_count is Easy._backfill_count
 
     def schedule(self) -> None:
         now = self.bs.time()
+        if self._pass and not self.profile.windows and not self.trace_reservations:
+            self._idle = passes.easy_count(self.wq, self.profile, self.free, self.running, self._to_start, now,
+                                           self._idle)
+            self._ended = False
+            return
         wq = self.wq
         wq.refresh(now)
         new, ended = wq.new, self._ended

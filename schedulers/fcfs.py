@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from batfeed.schedulers import passes
 from batfeed.schedulers.backfill import BackfillScheduler
 from batfeed.schedulers.base import make_procset
 from batfeed.schedulers.jobqueue import Entry
@@ -58,17 +59,18 @@ class Fcfs(BackfillScheduler):
     def schedule(self) -> None:
         wq, free = self.wq, self.free
         q = wq.q
-        windows = bool(self.profile.windows)
+        if not self.profile.windows:        # the pass as one function of the core's state (passes.py)
+            wq.n -= passes.fcfs(q, free, self.running, self._to_start)
+            return
         now = self.bs.time()
-        if windows:
-            self.profile.prune_windows(now)
+        self.profile.prune_windows(now)
         while q:
             job = q[0]
             n = job.requested_resources
             if n > free.count:
                 break
-            # the lowest free machines; with maintenance, outside the windows the job's span overlaps
-            ivs = self.allocate(Entry(job, 0), now) if windows else free.take_lowest(n)
+            # the lowest free machines outside the windows the job's span overlaps
+            ivs = self.allocate(Entry(job, 0), now)
             if ivs is None:
                 break
             q.popleft()

@@ -55,10 +55,11 @@ def fa(options: dict[str, Any] | None = None) -> Maui:
     text = "NODEALLOCATIONPOLICY FIRSTAVAILABLE\n"
     if opts.get("config"):
         text += Path(opts["config"]).read_text()
-    path = Path(tempfile.mkdtemp(prefix="maui-fa-")) / "maui.cfg"
-    path.write_text(text)
-    opts["config"] = str(path)
-    return Maui(opts)
+    with tempfile.TemporaryDirectory(prefix="maui-fa-") as tmp:   # Maui reads its config when built
+        path = Path(tmp) / "maui.cfg"
+        path.write_text(text)
+        opts["config"] = str(path)
+        return Maui(opts)
 
 
 def cfg_file(tmp_path: Path, text: str, name: str = "maui.cfg") -> str:
