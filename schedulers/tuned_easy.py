@@ -54,9 +54,7 @@ from typing import Any
 import numpy as np
 from batfeed.schedulers.backfill import OptionError
 from batfeed.schedulers.easy import Easy
-from batfeed.schedulers.jobqueue import Entry
 from batfeed.schedulers.options import Option, specs
-from batfeed.schedulers.resources import Intervals
 from batfeed.schedulers.whatif import PastJob, WhatIf
 from batsim.batsim import Job
 
@@ -147,13 +145,21 @@ class TunedEasy(Easy):
             self.past.append(PastJob(job.id, job.submit_time, job.requested_resources, self._runtime(job),
                                      job.requested_time, job.json_dict))
 
-    def launch(self, e: Entry, ivs: Intervals, now: float) -> None:
-        super().launch(e, ivs, now)
-        if self.observe == "started":
-            self.seen_wait += now - e.r
-            self.seen_jobs += 1
-        elif self.observe:
-            self.waits[e.id] = now - e.r
+    def schedule(self) -> None:
+        """EASY's decision (its compiled pass, :mod:`passes`); bandit then observes the waits of the jobs it started."""
+        if not self.observe:
+            super().schedule()
+            return
+        n0 = len(self._to_start)
+        super().schedule()
+        now = self.bs.time()
+        for job in self._to_start[n0:]:          # in start order, as EASY launched them
+            wait = now - float(job.submit_time)   # Entry.r
+            if self.observe == "started":
+                self.seen_wait += wait
+                self.seen_jobs += 1
+            else:
+                self.waits[job.id] = wait
 
     def onJobCompletion(self, job: Job) -> None:
         super().onJobCompletion(job)

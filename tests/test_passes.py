@@ -12,6 +12,7 @@ from batfeed.schedulers.base import make_procset
 from batfeed.schedulers.easy import Easy
 from batfeed.schedulers.fcfs import Fcfs
 from batfeed.schedulers.jobqueue import Entry
+from batfeed.schedulers.tuned_easy import TunedEasy
 from hypothesis import given
 from hypothesis import strategies as st
 from test_backfill_properties import POLICY_NAMES, PROPS, run_on, workload_st
@@ -44,6 +45,7 @@ def test_the_pass_is_used_only_where_it_models_everything():
     assert Easy({"policy": "SEXP", "ties": "newest", "theta": 100})._pass
     assert not Easy({"reservation": "machines"})._pass
     assert not GeneralEasy()._pass
+    assert TunedEasy({"strategy": "bandit"})._pass      # it observes the started jobs after the pass
 
 
 @PROPS
