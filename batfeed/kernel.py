@@ -31,9 +31,9 @@ from typing import Any
 
 #: Compiled by mypyc (docs/kernel.md, "mypyc"): the engine's classes become native classes (attribute
 #: reads are struct reads), which cuts the whole EASY command by about a fifth.  One group: they call
-#: each other natively.  The schedulers themselves (``easy``, ``backfill``, ``base``, ``fcfs``,
-#: ``conservative``) stay interpreted (measured: under 1 %, and mypyc's non-native classes reject
-#: interpreted subclasses).
+#: each other natively.  The scheduler classes themselves (``easy``, ``backfill``, ``base``, ``fcfs``,
+#: ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and mypyc's non-native
+#: classes reject interpreted subclasses); their decision passes are functions of ``passes``, compiled.
 MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.actors",
     "batfeed.engine.clock",
