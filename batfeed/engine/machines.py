@@ -16,6 +16,7 @@ closed periods, from each machine's last change (one float per machine, :meth:`M
 
 from __future__ import annotations
 
+import struct
 from array import array
 from collections.abc import Sequence
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from batfeed.engine import longdouble as ld
 
 IDLE, COMPUTING, UNAVAILABLE = "idle", "computing", "unavailable"
+_DOUBLE = struct.Struct("d")             # a machine's last change, as stored in Machines.last
 _STATES_ROW = "%g,0,0,0,%d,%d\n"       # a _machine_states.csv row: time (%g, as Batsim), nb_idle, nb_computing
 
 
@@ -38,8 +40,10 @@ class Machines:
         self._t = 0.0                       # date of the last change of any machine
         self.area_idle = self.area_computing = self.area_unavailable = 0.0
         # each machine's last change (a job's end or an availability event; a job's start never is one,
-        # its end comes later), -1 while it has none: n floats, whatever the trace's length
-        self.last: list[Any] = [-1.0] * n
+        # its end comes later), -1 while it has none: n doubles, whatever the trace's length, set by one
+        # byte copy per interval when a job ends (as a list of floats: a reference count per machine)
+        self.last: Any = array("d", [-1.0]) * n
+        self._last_bytes: Any = memoryview(self.last).cast("B")     # the same doubles, for slice copies
         # _machine_states.csv rows (time, nb_idle, nb_computing), one per job start or end; Batsim
         # writes no initial row
         self.row_t = array("d")
@@ -107,7 +111,8 @@ class Machines:
                     comp -= 1
                 else:
                     busy[a:b + 1] = bytes(b - a + 1)
-                    last[a:b + 1] = [t] * (b - a + 1)
+                    # t's 8 bytes repeated (bytes repeat by doubling copies) into the machines' slots
+                    self._last_bytes[8 * a:8 * b + 8] = _DOUBLE.pack(t) * (b - a + 1)
                     comp -= b - a + 1
         else:   # machines down stay UNAVAILABLE: for them the job's end is no state change
             unavail, last = self.unavail, self.last
@@ -196,7 +201,7 @@ class EnergyMachines(Machines):
         self.st: list[str] = [IDLE] * n
         self.count = dict.fromkeys(ALL_STATES, 0)
         self.count[IDLE] = n
-        self.last: list[tuple[int, int]] = [(0, 0)] * n                 # long double date of the last change
+        self.last = [(0, 0)] * n                 # long double date of the last change
         self.spent: dict[str, list[tuple[int, int]]] = {s: [(0, 0)] * n for s in ALL_STATES}
         self.rows: list[tuple[float, int, int, int, int, int]] = []
 
