@@ -30,10 +30,13 @@ from pathlib import Path
 from typing import Any
 
 #: Compiled by mypyc (docs/kernel.md, "mypyc"): the engine's classes become native classes (attribute
-#: reads are struct reads), which cuts the whole EASY command by about a fifth.  One group: they call
-#: each other natively.  The scheduler classes themselves (``easy``, ``backfill``, ``base``, ``fcfs``,
-#: ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and mypyc's non-native
-#: classes reject interpreted subclasses); their decision passes are functions of ``passes``, compiled.
+#: reads are struct reads), which cuts the whole EASY command by about a fifth; so do the scheduling
+#: core's data structures, conservative backfilling's step function and its compression among them
+#: (``steps``, ``step_profile``, ``compression``: native integer and float arithmetic in their loops).
+#: One group: they call each other natively.  The scheduler classes themselves (``easy``, ``backfill``,
+#: ``base``, ``fcfs``, ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and
+#: mypyc's non-native classes reject interpreted subclasses); their decision passes are functions of
+#: ``passes``, compiled.
 MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.actors",
     "batfeed.engine.clock",
@@ -51,20 +54,20 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.simulator",
     "batfeed.engine.state",
     "batfeed.engine.workload",
+    "batfeed.schedulers.compression",
     "batfeed.schedulers.jobqueue",
     "batfeed.schedulers.passes",
     "batfeed.schedulers.policies",
     "batfeed.schedulers.profile",
     "batfeed.schedulers.resources",
-)
-#: Compiled by Cython: the step function of conservative backfilling and its compression (compiled as
-#: they are, the engine and the EASY core run 1-4 % slower with Cython, since CPython 3.11's specialised
-#: attribute access beats Cython's generic one on untyped classes).
-CYTHON_MODULES: tuple[str, ...] = (
-    "batfeed.schedulers.compression",
     "batfeed.schedulers.step_profile",
     "batfeed.schedulers.steps",
 )
+#: Compiled by Cython: none at present.  Cython compiles the same sources untyped
+#: (``annotation_typing=False``), which CPython 3.11's specialised attribute access often beats; the step
+#: function of conservative backfilling and its compression were Cython modules until mypyc's typed
+#: compilation of the same sources proved faster (docs/kernel.md).  The build keeps this path.
+CYTHON_MODULES: tuple[str, ...] = ()
 MODULES: tuple[str, ...] = MYPYC_MODULES + CYTHON_MODULES
 MYPYC_GROUP = "batfeed._kernel.mypyc"   # its shared library: batfeed._kernel.mypyc__mypyc (mypyc's naming)
 

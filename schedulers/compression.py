@@ -43,12 +43,11 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from batfeed.schedulers.jobqueue import Entry
-
-if TYPE_CHECKING:
-    from batfeed.schedulers.conservative import Conservative
+from batfeed.schedulers.step_profile import StepProfile
+from batfeed.schedulers.steps import Steps
 
 INF = float("inf")
 
@@ -92,8 +91,10 @@ class Compression:
     span (hull) of the rises that may have freed them — a stretch long enough for them must meet
     it, so :meth:`movable` only looks at the stretches that do — or to None (look everywhere)."""
 
-    def __init__(self, sched: Conservative) -> None:
-        self.s = sched
+    def __init__(self, sched: Any) -> None:
+        self.s = sched                                              # the Conservative scheduler
+        self.prof: StepProfile = sched.profile
+        self.st: Steps = sched.profile.steps
         self.unsettled: dict[str, Hull | None] = {}
         self.by_q: dict[int, Bucket] = {}                           # reserved jobs by size
         self.qs: list[int] = []                                     # their sizes, sorted
@@ -102,7 +103,7 @@ class Compression:
 
     def everything(self) -> bool:
         """True when every job must be tried at each compression (windows, unavailable machines)."""
-        return bool(self.s.unavailable or self.s.profile.windows)
+        return bool(self.s.unavailable or self.prof.windows)
 
     # ---------------------------------------------------------------- settled / unsettled
     def reserved(self, e: Entry, t: float, settled: bool) -> None:
@@ -139,8 +140,8 @@ class Compression:
         qs = self.qs
         if e <= s or not qs:
             return
-        prof = self.s.profile
-        st = prof.steps
+        prof = self.prof
+        st = self.st
         base = prof.base(now, self.s.free.count)
         seg = st.walk(s, e, base, 32)           # a short span: its levels, for exact tests
         if seg is None:
@@ -203,18 +204,17 @@ class Compression:
                 unsettled[jid] = EMPTY
                 marked.append(jid)
         for jid in ran:
-            h = unsettled.get(jid, False)
-            if h is False:
+            if jid not in unsettled:
                 unsettled[jid] = (s, e)
                 marked.append(jid)
-            elif h is not None:
+            elif (h := unsettled[jid]) is not None:
                 unsettled[jid] = (h[0] if h[0] < s else s, h[1] if h[1] > e else e)
 
     def _stretch(self, s: float, e: float, q: int, base: int, now: float, f_s: int | None,
                  f_e: int | None) -> tuple[float, float]:
         """[lo, hi) holding every stretch of f >= q that meets [s, e): from the start of the one
         holding s (or s) to the first time >= e where f < q (f_s, f_e: f at s and e if known)."""
-        st = self.s.profile.steps
+        st = self.st
         if f_s is None:
             f_s = base + st.prefix(s)
         lo = st.run_start(s, q, base, now) if f_s >= q else s
@@ -225,7 +225,7 @@ class Compression:
 
     def _runs(self, s: float, e: float, q: int, base: int, lo: float) -> list[tuple[float, float]]:
         """The stretches [a, z) where f >= q that meet [s, e) (``lo``: start of the one holding s)."""
-        st = self.s.profile.steps
+        st = self.st
         out = []
         c: float | None = lo if base + st.prefix(s) >= q else st.next_ge(s, q, base)
         while c is not None and c < e:
@@ -256,7 +256,7 @@ class Compression:
         which to search the new place (no stretch ending earlier fits); False: no; None: no, but the
         job stays unsettled (f >= q just before ``old`` and f(old) < 0)."""
         self.tried += 1
-        st = self.s.profile.steps
+        st = self.st
         q, d = e.q, e.p
         if hull is None:
             a, z = now, old

@@ -330,11 +330,11 @@ class Steps:
                     break
                 acc = start
         if found is None:
-            start = self.ts[0][0] if base < q else -INF
+            t = self.ts[0][0] if base < q else -INF
         else:
             bi, k = found
-            start = self.ts[bi][k + 1] if k + 1 < len(self.ts[bi]) else self.ts[bi + 1][0]
-        return start if start > lo else lo
+            t = self.ts[bi][k + 1] if k + 1 < len(self.ts[bi]) else self.ts[bi + 1][0]
+        return t if t > lo else lo
 
     def walk(self, x: float, y: float, base: int, limit: int) -> tuple[list[float], list[int], int] | None:
         """([x, then the change points in (x, y)], the levels from each of them, the level at y);
