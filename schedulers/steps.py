@@ -177,10 +177,20 @@ class Steps:
 
     def _refresh(self, b: int) -> None:
         """Block b changed: its partial sums, then its leaf and the path to the root."""
-        self.pre[b] = pre = list(accumulate(self.ds[b]))
+        pre: list[int] = []
+        acc = 0
+        lo, hi = BIG, -BIG
+        for d in self.ds[b]:            # one pass: partial sums, lowest, highest (native when compiled)
+            acc += d
+            pre.append(acc)
+            if acc < lo:
+                lo = acc
+            if acc > hi:
+                hi = acc
+        self.pre[b] = pre
         i = self.size + b
         tsum, tmin, tmax = self.tsum, self.tmin, self.tmax
-        tsum[i], tmin[i], tmax[i] = pre[-1], min(pre), max(pre)
+        tsum[i], tmin[i], tmax[i] = acc, lo, hi
         i >>= 1
         while i:
             left = 2 * i
