@@ -66,6 +66,25 @@ Hull = tuple[float, float]
 EMPTY: Hull = (INF, -INF)
 
 
+def _seg_runs(times: list[float], levels: list[int], q: int, lo: float, hi: float) -> list[tuple[float, float]]:
+    """:meth:`Compression._runs` from the levels of a short span [s, e) (``Steps.walk``): ``lo`` starts
+    the stretch holding s, ``hi`` ends the one reaching e (``Compression._stretch``)."""
+    out: list[tuple[float, float]] = []
+    a = INF
+    inside = False
+    for k in range(len(levels)):
+        if levels[k] >= q:
+            if not inside:
+                a = lo if k == 0 else times[k]
+                inside = True
+        elif inside:
+            out.append((a, times[k]))
+            inside = False
+    if inside:
+        out.append((a, hi))
+    return out
+
+
 class Bucket:
     """The reserved jobs of one size, sorted by reserved start and by requested time p̃."""
 
@@ -194,7 +213,8 @@ class Compression:
                 if old <= s or unsettled.get(jid, EMPTY) is None:
                     continue
                 if runs is None:
-                    runs = self._runs(s, e, q, base, lo)
+                    runs = (self._runs(s, e, q, base, lo) if not levels else
+                            _seg_runs(times, levels, q, lo, hi))
                 for a, z in runs:
                     if a < old and (z if z < old else old) - a >= d:
                         ran.append(jid)

@@ -21,9 +21,10 @@ import hashlib
 import random
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
-from batfeed.schedulers.compression import moves
+from batfeed.schedulers.compression import Compression, _seg_runs, moves
 from batfeed.schedulers.conservative import Conservative
 from batfeed.schedulers.profile import Profile
 from batfeed.schedulers.step_profile import StepProfile
@@ -92,6 +93,28 @@ def test_steps_answer_like_a_scan(ops, load, base, data):
             walked = steps.walk(x, y, base, 3)
             assert walked == (None if len(inside) > 3 else
                               ([x] + [t for t, _ in inside], seen, base + steps.prefix(y)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ops_st, st.integers(-3, 8), st.data())
+def test_runs_of_a_short_span_as_the_tree_searches(ops, base, data):
+    """Compression's stretches meeting [s, e), from the walked levels (``_seg_runs``) or the tree."""
+    prof = StepProfile()
+    prof.steps.LOAD = data.draw(st.sampled_from([1, 2, 32]))
+    for t, d in ops:
+        prof.steps.add(t, d)
+    cz = Compression(SimpleNamespace(profile=prof))
+    for _ in range(8):
+        s = data.draw(st.integers(-1, 42).map(float))
+        e = s + data.draw(st.one_of(st.integers(1, 30).map(float), st.just(INF)))
+        q = data.draw(st.integers(-3, 10))
+        now = s - data.draw(st.integers(0, 10))
+        seg = prof.steps.walk(s, e, base, 32)
+        if seg is None:
+            continue
+        times, levels, f_e = seg
+        lo, hi = cz._stretch(s, e, q, base, now, levels[0], f_e)
+        assert _seg_runs(times, levels, q, lo, hi) == cz._runs(s, e, q, base, lo)
 
 
 reservation_st = st.tuples(st.integers(0, 50).map(float), st.one_of(st.integers(1, 30).map(float), st.just(INF)),
