@@ -29,7 +29,9 @@ the whole profile.  A compression does not try every reserved job either:
 tries the others in the same order, with the same outcome as trying them all (the old
 implementation, kept as ``tests/conservative_ref.py``, is the reference of
 ``tests/test_conservative_fast.py``).  A job starting at its reservation keeps the reservation's
-end step as its own (:meth:`StepProfile.take_over`).
+end step as its own (:meth:`StepProfile.take_over`).  The compiled kernel compiles ``steps``,
+``step_profile`` and ``compression`` with mypyc (native integers and floats in their loops,
+docs/kernel.md); this class stays interpreted.
 """
 
 from __future__ import annotations
