@@ -141,7 +141,7 @@ class Maui(MauiCounts):
         if self.counts:
             self.iterate_counts(now)
             return
-        wq.refresh(now)
+        self.order.refresh(now)
         n = len(wq)
         started_any = iterate(self, now)
         idle = not started_any and len(wq) == n and not self._neg_held

@@ -19,6 +19,7 @@ from batfeed.schedulers.maui_defer import Defer
 from batfeed.schedulers.maui_fairshare import PollFairshare, fs_capped, fs_component, fs_never, make_fairshare
 from batfeed.schedulers.maui_limits import CredLimits, Use, never, over
 from batfeed.schedulers.maui_nodes import Plan
+from batfeed.schedulers.maui_order import Order
 from batfeed.schedulers.options import Option, specs
 from batfeed.schedulers.policies import Policy
 from batfeed.schedulers.resources import Intervals, union
@@ -96,6 +97,7 @@ class MauiCore(BackfillScheduler):
         if self.limits is not None or self._fs_caps:
             self._static = False     # queue times restart while a limit blocks a job; fairshare caps lift
         self._overrun_checked = False
+        self.order = Order(self)     # the priority re-sort skipped while it is the queue order (maui_order)
 
     def make_queue(self) -> WaitQueue:
         return WaitQueue(Policy("MAUI", self._key, True))   # dynamic: re-keyed at every iteration
@@ -188,6 +190,7 @@ class MauiCore(BackfillScheduler):
             return
         self.info[job.id] = info
         super().on_submit(job)
+        self.order.queued(self.wq.new[-1], info)
 
     def planned_walltime(self, job: Job) -> float | None:
         """The request kept by ``batfeed convert --overrun`` (Batsim's walltime is request + overrun)."""

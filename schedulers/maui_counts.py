@@ -25,7 +25,7 @@ class MauiCounts(MauiCore):
     def iterate_counts(self, now: float) -> None:
         wq, cfg = self.wq, self.cfg
         self._clear_reservations()
-        wq.refresh(now)
+        self.order.refresh(now)
         started: list[Entry] = []
         reserved: set[str] = set()
         depth = cfg.depth

@@ -67,7 +67,8 @@ class Defer:
                 del self.until[jid]
                 self._restart(e, now)
         gone: list[tuple[Entry, str]] = []
-        for e in s.wq.main:
+        # every machine up: no job asks more (base.py rejects a job larger than the platform at submission)
+        for e in s.wq.main if self.up < s.nb_machines else ():
             if e.id in self.until or e.q <= self.up:
                 continue
             if cfg.defertime > 0:
@@ -102,4 +103,5 @@ class Defer:
             s.limits.eff.pop(e.id, None)
         else:
             e.r = now
+            s.order.off()       # no longer queued in submission order (maui_order.py)
         s._idle = None          # the queue changed though its signature did not
