@@ -96,6 +96,7 @@ priority can still rise, and rejected when it cannot and nothing else could chan
 
 from __future__ import annotations
 
+from batfeed.schedulers.jobqueue import ScanState
 from batfeed.schedulers.maui_core import INF, KINDS, NEG_RETRY, JobInfo, MauiCore
 from batfeed.schedulers.maui_counts import MauiCounts
 from batfeed.schedulers.maui_keywords import listing as keyword_listing
@@ -134,7 +135,7 @@ class Maui(MauiCounts):
                 and (self.counts or not Plan.overdue(self, now))):
             return                      # same state and order as an iteration that started nothing
         free = self.free.count
-        if not self.counts and not keep and all(e.q > free for e in wq.main):
+        if not self.counts and not keep and next(wq.main.scan(ScanState(free, INF, INF)), None) is None:
             return                      # no job fits the idle nodes: nothing starts, in the pass or a window
         self.iterations += 1
         self._neg_held = {}

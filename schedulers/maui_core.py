@@ -63,6 +63,7 @@ class MauiCore(BackfillScheduler):
         self._fs_caps = self.fs.enabled and any(c.fstarget is not None and c.fstarget.mode in ("^", "%")
                                                 for kind, _ in KINDS for c in getattr(cfg, kind).values())
         self.info: dict[str, JobInfo] = {}
+        self.infos: dict[tuple[str, ...], JobInfo] = {}         # credentials -> their JobInfo (maui_creds)
         self._creds: dict[tuple[str, str], Cred | None] = {}
         self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
         self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
@@ -173,6 +174,7 @@ class MauiCore(BackfillScheduler):
                     raise OptionError(f"CLASSCFG[{cls}] HOSTLIST: unknown host '{tok}'")
                 ivs = union(ivs, [(a, b)])
             self.nodesets[cls] = ivs
+        self.infos.clear()          # their HOSTLIST machines are known now
 
     def onJobSubmission(self, job: Job) -> None:
         self._last_submit = self.bs.time()

@@ -99,12 +99,19 @@ def job_qos(cfg: MauiConfig, requested: str, names: dict[str, str]) -> str:
 
 def job_info(s: MauiCore, job: Job) -> JobInfo:
     """The :class:`JobInfo` of ``job`` under scheduler ``s``'s configuration (MPriority.c
-    ``MJobGetStartPriority``'s credential terms, MJob.c ``MJobCheckLimits``'s credentials)."""
+    ``MJobGetStartPriority``'s credential terms, MJob.c ``MJobCheckLimits``'s credentials); one object
+    per set of credentials (``s.infos``: it depends on nothing else, and nothing changes it)."""
+    key = (field(job, "user", default="DEFAULT"), field(job, "group", default="DEFAULT"),
+           field(job, "account", "project", "group", default="DEFAULT"),
+           field(job, "queue_name", "queue", "partition", default="DEFAULT"), field(job, "qos", default=""))
+    info = s.infos.get(key)
+    if info is None:
+        info = s.infos[key] = _job_info(s, *key)
+    return info
+
+
+def _job_info(s: MauiCore, user: str, group: str, account: str, cls: str, requested: str) -> JobInfo:
     cfg: MauiConfig = s.cfg
-    user = field(job, "user", default="DEFAULT")
-    group = field(job, "group", default="DEFAULT")
-    account = field(job, "account", "project", "group", default="DEFAULT")
-    cls = field(job, "queue_name", "queue", "partition", default="DEFAULT")
     names = {"users": user, "groups": group, "accounts": account, "classes": cls}
     cred = 0.0
     fs_terms = []
@@ -121,7 +128,7 @@ def job_info(s: MauiCore, job: Job) -> JobInfo:
         fw = getattr(cfg, f"fs{short}weight")
         if fw and entry.fstarget is not None:
             fs_terms.append(((short, names[kind]), fw, entry.fstarget))
-    qos = job_qos(cfg, field(job, "qos", default=""), names)
+    qos = job_qos(cfg, requested, names)
     own = cfg.qos.get(qos)
     if cfg.qosweight and own is not None and own.priority:      # the QOS's own PRIORITY, no DEFAULT fallback
         cred += cfg.qosweight * own.priority

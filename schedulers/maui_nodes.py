@@ -33,13 +33,14 @@ iteration costs what its jobs and reservations touch, not the platform's size.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from itertools import chain
 from typing import TYPE_CHECKING
 
-from batfeed.schedulers.jobqueue import ScanState
+from batfeed.schedulers.maui_backfill import backfill, start
 from batfeed.schedulers.maui_fairshare import fs_capped
 from batfeed.schedulers.maui_limits import window_blocked
+from batfeed.schedulers.maui_pick import highest, highest_of, pick_union
 from batfeed.schedulers.resources import FreeMachines, Intervals, count, intersect, lowest, subtract, union
 
 if TYPE_CHECKING:
@@ -183,6 +184,12 @@ class Plan:
     def earliest(self, q: int, p: float, now: float, allowed: Intervals | None) -> tuple[float, Intervals]:
         """Earliest S >= now with q machines free during [S, S + p̃) and the q lowest of them
         (MJobGetEStartTime); (inf, []) if never."""
+        if allowed is None and not self.blocks and not self.s.unavailable:
+            return self._earliest_counts(q, p, now)
+        return self._earliest_walk(q, p, now, allowed)
+
+    def _earliest_walk(self, q: int, p: float, now: float, allowed: Intervals | None) -> tuple[float, Intervals]:
+        """:meth:`earliest`: the machines come back one event after the other, each candidate S checked."""
         s = self.s
         avail = FreeMachines(0)
         start = s.free.intervals() if allowed is None else intersect(s.free.intervals(), allowed)
@@ -215,6 +222,39 @@ class Plan:
                     avail.release(ivs)
                 nxt = next(events, None)
 
+    def _earliest_counts(self, q: int, p: float, now: float) -> tuple[float, Intervals]:
+        """:meth:`earliest` with no reservation, window or machine down: the running jobs give their
+        machines back in their order (end, start) at max(end, now + 1) - a time that grows with it
+        unless a job ends within a second after an overdue one (then :meth:`earliest` itself) - so S is
+        the return of the first job after which q machines are free (the count the profile keeps, ``ret``),
+        and the machines are chosen among the free ones and those of every job back by S."""
+        s = self.s
+        free = s.free
+        low = s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE"
+        if q <= free.count:
+            return now, pick_union(free, [], q, low)
+        got = free.count
+        late = now + 1.0
+        jobs = s.profile.jobs
+        extra: Intervals = []
+        at = -INF                       # the return time reached
+        found = False
+        for end, ret, jid in s.profile.running():
+            t = end if end > now else late
+            if t < at:                  # not in time order: the general walk
+                return self._earliest_walk(q, p, now, None)
+            if found and t > at:
+                break
+            if t == INF:
+                return INF, []
+            at = t
+            extra += jobs[jid][1]
+            got += ret
+            found = found or got >= q
+        if not found:
+            return INF, []
+        return at, pick_union(free, extra, q, low)
+
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
         still idle when it is asked for."""
@@ -234,23 +274,6 @@ class Plan:
             if dur == INF:
                 return
             prev = dur
-
-
-def highest(ivs: Intervals, n: int) -> Intervals:
-    """The ``n`` highest machines of ``ivs`` (sorted, disjoint; all of them if there are fewer)."""
-    return highest_of(reversed(ivs), n)
-
-
-def highest_of(desc: Iterable[tuple[int, int]], n: int) -> Intervals:
-    """The ``n`` highest machines of intervals given from the highest down (read only as far as needed)."""
-    out: Intervals = []
-    for a, b in desc:
-        if n <= 0:
-            break
-        out.append((max(a, b - n + 1), b))
-        n -= b - a + 1
-    out.reverse()
-    return out
 
 
 # -------------------------------------------------------------------- the iteration
@@ -280,7 +303,7 @@ def iterate(s: Maui, now: float) -> bool:
     if s._fs_caps:
         plan.last = {**plan.kept, **reserved}
     if cfg.backfillpolicy != "NONE" and s.free.count and not window_blocked(s, now):
-        _backfill(s, set(reserved), now)
+        backfill(s, set(reserved), now)
     return bool(started)
 
 
@@ -301,7 +324,7 @@ def _pass(s: Maui, now: float, depth: int, started: list[Entry],
         if not idle_found:
             ivs = plan.fit_now(e.q, e.p, now, info.nodes)
             if ivs is not None:
-                _start(s, e, ivs, now)
+                start(s, e, ivs, now)
                 started.append(e)
                 continue
         if len(plan.res) < depth:
@@ -310,88 +333,9 @@ def _pass(s: Maui, now: float, depth: int, started: list[Entry],
                 s.record(now, e, t)
             if t < INF:
                 if t <= now and idle_found:     # MJobPReserve made it for now: start it
-                    _start(s, e, ivs, now)
+                    start(s, e, ivs, now)
                     started.append(e)
                     continue
                 reserved[e.id] = (e, plan.reserve(t, e.p, ivs))
                 continue
         idle_found = True
-
-
-def _start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
-    s.free.remove(ivs)
-    s.launch(e, ivs, now)
-
-
-def _backfill(s: Maui, reserved: set[str], now: float) -> bool:
-    """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring); True if
-    a job started.  Once per iteration: MSched.c ``MSchedProcessJobs`` backfills with the hard policy
-    limits after its priority passes; its soft-limit backfill before them runs only when the DEFAULT
-    partition's ``BFPolicy != ptOFF``, and that partition keeps the default bfFIRSTFIT (= ptOFF: MPar.c
-    ``MParProcessOConfig`` does not copy BACKFILLPOLICY to it, unlike NODEALLOCATIONPOLICY)."""
-    cfg = s.cfg
-    # no window is larger than the idle machines: the queue index yields only the jobs that fit them
-    cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
-    if not cands:
-        return False
-    any_started = False
-    limit = cfg.backfilldepth
-    for dur, win in s.plan.windows(now):
-        size = count(win)
-        sel = []
-        for e in cands:
-            if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id], hard=True):
-                sel.append(e)
-                if limit and len(sel) >= limit:
-                    break
-        started = []
-        if cfg.backfillpolicy == "FIRSTFIT":
-            for e in sel:
-                if _try(s, e, win, now):
-                    started.append(e)
-        else:
-            pool = list(sel)
-            while pool:            # the largest metric among the jobs that fit, first in priority order
-                best, best_v, best_ivs = None, 0.0, None
-                for e in pool:
-                    v = cfg.bf_value(e.q, e.p)
-                    if v > best_v and not s._held(e, s.info[e.id], True) and (ivs := _fits(s, e, win, now)) is not None:
-                        best, best_v, best_ivs = e, v, ivs
-                if best is None:
-                    break
-                pool.remove(best)
-                _start(s, best, best_ivs, now)
-                started.append(best)
-        for e in started:
-            s.wq.remove(e)
-        if started:
-            any_started = True
-            gone = {e.id for e in started}
-            cands = [e for e in cands if e.id not in gone]
-            if not cands:
-                return True
-    return any_started
-
-
-def _fits(s: Maui, e: Entry, win: Intervals, now: float) -> Intervals | None:
-    """q window machines still idle (and in the job's HOSTLIST), chosen by :meth:`Plan.pick_now` (MBF.c
-    ``MBFFirstFit`` → ``MJobSelectMNL`` on the window's nodes → ``MJobAllocMNL``); p̃ <= the window's
-    duration keeps them clear of every reservation and maintenance window."""
-    if e.q > s.free.count:
-        return None
-    m = intersect(win, s.free.intervals())
-    if s.info[e.id].nodes is not None:
-        m = intersect(m, s.info[e.id].nodes)
-    if count(m) < e.q:
-        return None
-    return s.plan.pick_now(m, e.q, now)
-
-
-def _try(s: Maui, e: Entry, win: Intervals, now: float) -> bool:
-    if s._held(e, s.info[e.id], hard=True):     # the backfill checks the hard limits (MBF.c MBFFirstFit)
-        return False
-    ivs = _fits(s, e, win, now)
-    if ivs is None:
-        return False
-    _start(s, e, ivs, now)
-    return True

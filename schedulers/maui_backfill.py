@@ -1,0 +1,105 @@
+"""Maui 3's backfill on nodes (MQueue.c ``MQueueBackFill``, MBF.c ``MBFGetWindow``, ``MBFFirstFit``/``MBFBestFit``):
+the windows of :meth:`Plan.windows <batfeed.schedulers.maui_nodes.Plan.windows>` filled in priority order
+(:mod:`maui_nodes`' docstring describes the rules)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from batfeed.schedulers.jobqueue import ScanState
+from batfeed.schedulers.resources import Intervals, count, intersect
+
+if TYPE_CHECKING:
+    from batfeed.schedulers.jobqueue import Entry
+    from batfeed.schedulers.maui import Maui
+
+INF = float("inf")
+
+
+def start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
+    s.free.remove(ivs)
+    s.launch(e, ivs, now)
+
+
+def backfill(s: Maui, reserved: set[str], now: float) -> bool:
+    """MQueueBackFill: windows of idle nodes by time to their next reservation (module docstring); True if
+    a job started.  Once per iteration: MSched.c ``MSchedProcessJobs`` backfills with the hard policy
+    limits after its priority passes; its soft-limit backfill before them runs only when the DEFAULT
+    partition's ``BFPolicy != ptOFF``, and that partition keeps the default bfFIRSTFIT (= ptOFF: MPar.c
+    ``MParProcessOConfig`` does not copy BACKFILLPOLICY to it, unlike NODEALLOCATIONPOLICY)."""
+    cfg = s.cfg
+    # no window is larger than the idle machines: the queue index yields only the jobs that fit them
+    cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
+    if not cands:
+        return False
+    any_started = False
+    limit = cfg.backfilldepth
+    for dur, win in s.plan.windows(now):
+        size = count(win)
+        base = s.free.count          # the free machines the window was built from (none come back meanwhile)
+        sel = []
+        for e in cands:
+            if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id], hard=True):
+                sel.append(e)
+                if limit and len(sel) >= limit:
+                    break
+        started = []
+        if cfg.backfillpolicy == "FIRSTFIT":
+            for e in sel:
+                if _try(s, e, win, size, base, now):
+                    started.append(e)
+        else:
+            pool = list(sel)
+            while pool:            # the largest metric among the jobs that fit, first in priority order
+                best, best_v, best_ivs = None, 0.0, None
+                for e in pool:
+                    v = cfg.bf_value(e.q, e.p)
+                    if v > best_v and not s._held(e, s.info[e.id], True):
+                        ivs = _fits(s, e, win, size, base, now)
+                        if ivs is not None:
+                            best, best_v, best_ivs = e, v, ivs
+                if best is None:
+                    break
+                pool.remove(best)
+                start(s, best, best_ivs, now)
+                started.append(best)
+        for e in started:
+            s.wq.remove(e)
+        if started:
+            any_started = True
+            gone = {e.id for e in started}
+            cands = [e for e in cands if e.id not in gone]
+            if not cands:
+                return True
+    return any_started
+
+
+def _fits(s: Maui, e: Entry, win: Intervals, size: int, base: int, now: float) -> Intervals | None:
+    """q window machines still idle (and in the job's HOSTLIST), chosen by :meth:`Plan.pick_now` (MBF.c
+    ``MBFFirstFit`` → ``MJobSelectMNL`` on the window's nodes → ``MJobAllocMNL``); p̃ <= the window's
+    duration keeps them clear of every reservation and maintenance window.  ``size``: the window's
+    machines; ``base``: the free machines when it was built (the same count: all its machines still idle)."""
+    free = s.free
+    if e.q > free.count or e.q > size:
+        return None
+    nodes = s.info[e.id].nodes
+    if free.count == base and nodes is None:
+        m, n = win, size
+    else:
+        m = win if free.count == base else intersect(win, free.intervals())
+        if nodes is not None:
+            m = intersect(m, nodes)
+        n = count(m)
+    if n < e.q:
+        return None
+    return s.plan.pick_now(m, e.q, now)
+
+
+def _try(s: Maui, e: Entry, win: Intervals, size: int, base: int, now: float) -> bool:
+    if s._held(e, s.info[e.id], hard=True):     # the backfill checks the hard limits (MBF.c MBFFirstFit)
+        return False
+    ivs = _fits(s, e, win, size, base, now)
+    if ivs is None:
+        return False
+    start(s, e, ivs, now)
+    return True
