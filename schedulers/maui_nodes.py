@@ -58,6 +58,7 @@ class Plan:
         self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows (+ kept)
         self.last: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # reservations at the end
         self.kept: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # of an iteration, kept ones
+        self.memo: tuple = ()     # the last _earliest_counts: q, profile version, free machines, first end, result
 
     def begin(self, s: Maui, now: float) -> None:
         self.s = s
@@ -227,12 +228,18 @@ class Plan:
         machines back in their order (end, start) at max(end, now + 1) - a time that grows with it
         unless a job ends within a second after an overdue one (then :meth:`earliest` itself) - so S is
         the return of the first job after which q machines are free (the count the profile keeps, ``ret``),
-        and the machines are chosen among the free ones and those of every job back by S."""
+        and the machines are chosen among the free ones and those of every job back by S.  While no
+        running job is overdue, ``now`` plays no part: the result is reused as long as q, the running
+        jobs (the profile's version) and the free machines are the same and no job is overdue yet."""
         s = self.s
         free = s.free
         low = s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE"
         if q <= free.count:
             return now, pick_union(free, [], q, low)
+        memo = self.memo
+        if (memo and memo[0] == q and memo[1] == s.profile.version and now < memo[4]
+                and memo[2] == free.starts and memo[3] == free.ends):
+            return memo[5], list(memo[6])
         got = free.count
         late = now + 1.0
         jobs = s.profile.jobs
@@ -253,7 +260,11 @@ class Plan:
             found = found or got >= q
         if not found:
             return INF, []
-        return at, pick_union(free, extra, q, low)
+        ivs = pick_union(free, extra, q, low)
+        first = next(s.profile.running())[0]
+        if first > now:
+            self.memo = (q, s.profile.version, list(free.starts), list(free.ends), first, at, list(ivs))
+        return at, ivs
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
