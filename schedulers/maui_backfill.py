@@ -37,6 +37,7 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
     for dur, win in s.plan.windows(now):
         size = count(win)
         base = s.free.count          # the free machines the window was built from (none come back meanwhile)
+        left = [size]                # its machines still idle (a start in it takes q of them)
         sel = []
         for e in cands:
             if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id], hard=True):
@@ -46,7 +47,7 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
         started = []
         if cfg.backfillpolicy == "FIRSTFIT":
             for e in sel:
-                if _try(s, e, win, size, base, now):
+                if _try(s, e, win, left, base, now):
                     started.append(e)
         else:
             pool = list(sel)
@@ -55,13 +56,14 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
                 for e in pool:
                     v = cfg.bf_value(e.q, e.p)
                     if v > best_v and not s._held(e, s.info[e.id], True):
-                        ivs = _fits(s, e, win, size, base, now)
+                        ivs = _fits(s, e, win, left[0], base, now)
                         if ivs is not None:
                             best, best_v, best_ivs = e, v, ivs
                 if best is None:
                     break
                 pool.remove(best)
                 start(s, best, best_ivs, now)
+                left[0] -= best.q
                 started.append(best)
         for e in started:
             s.wq.remove(e)
@@ -74,32 +76,29 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
     return any_started
 
 
-def _fits(s: Maui, e: Entry, win: Intervals, size: int, base: int, now: float) -> Intervals | None:
+def _fits(s: Maui, e: Entry, win: Intervals, left: int, base: int, now: float) -> Intervals | None:
     """q window machines still idle (and in the job's HOSTLIST), chosen by :meth:`Plan.pick_now` (MBF.c
     ``MBFFirstFit`` → ``MJobSelectMNL`` on the window's nodes → ``MJobAllocMNL``); p̃ <= the window's
-    duration keeps them clear of every reservation and maintenance window.  ``size``: the window's
-    machines; ``base``: the free machines when it was built (the same count: all its machines still idle)."""
+    duration keeps them clear of every reservation and maintenance window.  ``left``: the window's
+    machines still idle; ``base``: the free machines when it was built (the same count: all of them)."""
+    if e.q > left:
+        return None
     free = s.free
-    if e.q > free.count or e.q > size:
-        return None
+    m = win if free.count == base else intersect(win, free.intervals())
     nodes = s.info[e.id].nodes
-    if free.count == base and nodes is None:
-        m, n = win, size
-    else:
-        m = win if free.count == base else intersect(win, free.intervals())
-        if nodes is not None:
-            m = intersect(m, nodes)
-        n = count(m)
-    if n < e.q:
-        return None
+    if nodes is not None:
+        m = intersect(m, nodes)
+        if count(m) < e.q:
+            return None
     return s.plan.pick_now(m, e.q, now)
 
 
-def _try(s: Maui, e: Entry, win: Intervals, size: int, base: int, now: float) -> bool:
+def _try(s: Maui, e: Entry, win: Intervals, left: list[int], base: int, now: float) -> bool:
     if s._held(e, s.info[e.id], hard=True):     # the backfill checks the hard limits (MBF.c MBFFirstFit)
         return False
-    ivs = _fits(s, e, win, size, base, now)
+    ivs = _fits(s, e, win, left[0], base, now)
     if ivs is None:
         return False
     start(s, e, ivs, now)
+    left[0] -= e.q
     return True

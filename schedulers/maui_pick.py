@@ -10,6 +10,7 @@ union as :class:`FreeMachines` keeps it (maximal intervals).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 
 from batfeed.schedulers.resources import FreeMachines, Intervals
 
@@ -39,23 +40,36 @@ def pick_union(free: FreeMachines, extra: Intervals, q: int, low: bool) -> Inter
     ``lowest``/``highest`` of that union, its adjacent intervals merged."""
     ivs = free.intervals()
     ivs += extra
+    if not ivs or q <= 0:
+        return []
     ivs.sort(reverse=not low)
     out: Intervals = []
-    i, m, n = 0, len(ivs), q
-    while i < m and n > 0:
-        a, b = ivs[i]
-        i += 1
-        if low:
-            while i < m and ivs[i][0] == b + 1:
-                b = ivs[i][1]
-                i += 1
-            out.append((a, b) if b - a < n else (a, a + n - 1))
-        else:
-            while i < m and ivs[i][1] == a - 1:
-                a = ivs[i][0]
-                i += 1
-            out.append((a, b) if b - a < n else (b - n + 1, b))
+    n = q
+    a, b = ivs[0]
+    if low:
+        for c, d in islice(ivs, 1, None):
+            if c == b + 1:              # adjacent: the same interval of the union
+                b = d
+                continue
+            if b - a + 1 >= n:
+                out.append((a, a + n - 1))
+                return out
+            out.append((a, b))
+            n -= b - a + 1
+            a, b = c, d
+        out.append((a, b) if b - a + 1 <= n else (a, a + n - 1))
+        return out
+    for c, d in islice(ivs, 1, None):
+        if d == a - 1:
+            a = c
+            continue
+        if b - a + 1 >= n:
+            out.append((b - n + 1, b))
+            out.reverse()
+            return out
+        out.append((a, b))
         n -= b - a + 1
-    if not low:
-        out.reverse()
+        a, b = c, d
+    out.append((a, b) if b - a + 1 <= n else (b - n + 1, b))
+    out.reverse()
     return out
