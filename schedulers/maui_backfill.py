@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from batfeed.schedulers.jobqueue import ScanState
+from batfeed.schedulers.jobqueue import QueueIndex, ScanState
 from batfeed.schedulers.resources import Intervals, count, intersect
 
 if TYPE_CHECKING:
@@ -28,9 +28,9 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
     partition's ``BFPolicy != ptOFF``, and that partition keeps the default bfFIRSTFIT (= ptOFF: MPar.c
     ``MParProcessOConfig`` does not copy BACKFILLPOLICY to it, unlike NODEALLOCATIONPOLICY)."""
     cfg = s.cfg
-    # no window is larger than the idle machines: the queue index yields only the jobs that fit them
-    cands = [e for e in s.wq.main.scan(ScanState(s.free.count, INF, INF)) if e.id not in reserved]
-    if not cands:
+    main = s.wq.main
+    idle = s.free.count     # no window is larger: the queue index yields only the jobs that fit them
+    if not _any(main, idle, reserved):
         return False
     any_started = False
     limit = cfg.backfilldepth
@@ -39,8 +39,8 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
         base = s.free.count          # the free machines the window was built from (none come back meanwhile)
         left = [size]                # its machines still idle (a start in it takes q of them)
         sel = []
-        for e in cands:
-            if e.q <= size and e.p <= dur and not s._held(e, s.info[e.id], hard=True):
+        for e in main.scan(ScanState(size, dur, -1.0)):      # q <= size and p̃ <= dur, in priority order
+            if e.id not in reserved and not s._held(e, s.info[e.id], hard=True):
                 sel.append(e)
                 if limit and len(sel) >= limit:
                     break
@@ -69,11 +69,14 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
             s.wq.remove(e)
         if started:
             any_started = True
-            gone = {e.id for e in started}
-            cands = [e for e in cands if e.id not in gone]
-            if not cands:
+            if not _any(main, idle, reserved):
                 return True
     return any_started
+
+
+def _any(main: QueueIndex, idle: int, reserved: set[str]) -> bool:
+    """A waiting job of at most ``idle`` machines is not reserved."""
+    return any(e.id not in reserved for e in main.scan(ScanState(idle, INF, INF)))
 
 
 def _fits(s: Maui, e: Entry, win: Intervals, left: int, base: int, now: float) -> Intervals | None:
