@@ -101,13 +101,26 @@ def job_info(s: MauiCore, job: Job) -> JobInfo:
     """The :class:`JobInfo` of ``job`` under scheduler ``s``'s configuration (MPriority.c
     ``MJobGetStartPriority``'s credential terms, MJob.c ``MJobCheckLimits``'s credentials); one object
     per set of credentials (``s.infos``: it depends on nothing else, and nothing changes it)."""
-    key = (field(job, "user", default="DEFAULT"), field(job, "group", default="DEFAULT"),
-           field(job, "account", "project", "group", default="DEFAULT"),
-           field(job, "queue_name", "queue", "partition", default="DEFAULT"), field(job, "qos", default=""))
-    info = s.infos.get(key)
+    d = job.json_dict or {}
+    key = []
+    for names, default in _FIELDS:      # field(job, *names, default=default), each
+        for n in names:
+            v = d.get(n)
+            if v is not None and v != "":
+                key.append(str(v))
+                break
+        else:
+            key.append(default)
+    k = tuple(key)
+    info = s.infos.get(k)
     if info is None:
-        info = s.infos[key] = _job_info(s, *key)
+        info = s.infos[k] = _job_info(s, *key)
     return info
+
+
+# user, group, account (else project, else group), class (queue_name, queue or partition), requested QOS
+_FIELDS = ((("user",), "DEFAULT"), (("group",), "DEFAULT"), (("account", "project", "group"), "DEFAULT"),
+           (("queue_name", "queue", "partition"), "DEFAULT"), (("qos",), ""))
 
 
 def _job_info(s: MauiCore, user: str, group: str, account: str, cls: str, requested: str) -> JobInfo:

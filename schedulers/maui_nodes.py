@@ -227,10 +227,11 @@ class Plan:
         """:meth:`earliest` with no reservation, window or machine down: the running jobs give their
         machines back in their order (end, start) at max(end, now + 1) - a time that grows with it
         unless a job ends within a second after an overdue one (then :meth:`earliest` itself) - so S is
-        the return of the first job after which q machines are free (the count the profile keeps, ``ret``),
-        and the machines are chosen among the free ones and those of every job back by S.  While no
-        running job is overdue, ``now`` plays no part: the result is reused as long as q, the running
-        jobs (the profile's version) and the free machines are the same and no job is overdue yet."""
+        the return of the first job after which q machines are free (the count the profile keeps, ``ret``:
+        ``Profile.crossing`` when no job is overdue), and the machines are chosen among the free ones and
+        those of every job back by S.  While no running job is overdue, ``now`` plays no part: the result
+        is reused as long as q, the running jobs (the profile's version) and the free machines are the
+        same and no job is overdue yet."""
         s = self.s
         free = s.free
         low = s.cfg.nodeallocationpolicy == "FIRSTAVAILABLE"
@@ -240,6 +241,16 @@ class Plan:
         if (memo and memo[0] == q and memo[1] == s.profile.version and now < memo[4]
                 and memo[2] == free.starts and memo[3] == free.ends):
             return memo[5], list(memo[6])
+        prof = s.profile
+        first = next(prof.running(), None)
+        if first is not None and first[0] > now:       # no job overdue: each comes back at its end
+            at = prof.crossing(q - free.count)[0]
+            if at == INF:
+                return INF, []
+            jobs = prof.jobs
+            ivs = pick_union(free, [iv for jid in prof.ended_by(at) for iv in jobs[jid][1]], q, low)
+            self.memo = (q, prof.version, list(free.starts), list(free.ends), first[0], at, list(ivs))
+            return at, ivs
         got = free.count
         late = now + 1.0
         jobs = s.profile.jobs
@@ -260,11 +271,7 @@ class Plan:
             found = found or got >= q
         if not found:
             return INF, []
-        ivs = pick_union(free, extra, q, low)
-        first = next(s.profile.running())[0]
-        if first > now:
-            self.memo = (q, s.profile.version, list(free.starts), list(free.ends), first, at, list(ivs))
-        return at, ivs
+        return at, pick_union(free, extra, q, low)
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines

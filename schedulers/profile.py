@@ -140,6 +140,20 @@ class Profile:
             for k, r, j in zip(keys, rets, ids, strict=True):
                 yield k[0], r, j
 
+    def ended_by(self, t: float) -> list[str]:
+        """The running jobs expected to end by ``t``, in the order of :meth:`running`."""
+        out: list[str] = []
+        for keys, ids in zip(self._keys, self._ids, strict=True):
+            if keys[-1][0] <= t:
+                out += ids
+                continue
+            i = 0
+            while keys[i][0] <= t:
+                i += 1
+            out += ids[:i]
+            break
+        return out
+
     def crossing(self, need: int) -> tuple[float, int]:
         """(end of the first running job after which the cumulated ret reaches ``need``, that sum).
 
