@@ -97,7 +97,10 @@ def _fits(s: Maui, e: Entry, win: Intervals, left: int, base: int, now: float) -
 
 
 def _try(s: Maui, e: Entry, win: Intervals, left: list[int], base: int, now: float) -> bool:
-    if s._held(e, s.info[e.id], hard=True):     # the backfill checks the hard limits (MBF.c MBFFirstFit)
+    """Start ``e`` in the window if it is still within the hard limits (MBF.c ``MBFFirstFit``; checked when
+    it was selected: only the usage a limit or a fairshare cap counts can have changed since) and fits."""
+    info = s.info[e.id]
+    if (info.cred_limits or info.limits is not None or s._fs_caps) and s._held(e, info, hard=True):
         return False
     ivs = _fits(s, e, win, left[0], base, now)
     if ivs is None:
