@@ -17,8 +17,11 @@ INF = float("inf")
 
 
 def start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
+    keep = bool(s.plan.memo) and s.plan.starting(e.q, now + e.p, ivs)
     s.free.remove(ivs)
     s.launch(e, ivs, now)
+    if keep:
+        s.plan.started(now + e.p)
 
 
 def backfill(s: Maui, reserved: set[str], now: float) -> bool:

@@ -58,7 +58,9 @@ class Plan:
         self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows (+ kept)
         self.last: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # reservations at the end
         self.kept: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # of an iteration, kept ones
-        self.memo: tuple = ()     # the last _earliest_counts: q, profile version, free machines, first end, result
+        # the last _earliest_counts: q, profile version, free machines (starts, ends), first end, S, machines,
+        # machines free at S
+        self.memo: tuple = ()
 
     def begin(self, s: Maui, now: float) -> None:
         self.s = s
@@ -248,8 +250,10 @@ class Plan:
             if at == INF:
                 return INF, []
             jobs = prof.jobs
-            ivs = pick_union(free, [iv for jid in prof.ended_by(at) for iv in jobs[jid][1]], q, low)
-            self.memo = (q, prof.version, list(free.starts), list(free.ends), first[0], at, list(ivs))
+            extra = [iv for jid in prof.ended_by(at) for iv in jobs[jid][1]]
+            at_s = free.count + count(extra)
+            ivs = pick_union(free, extra, q, low)
+            self.memo = (q, prof.version, list(free.starts), list(free.ends), first[0], at, list(ivs), at_s)
             return at, ivs
         got = free.count
         late = now + 1.0
@@ -272,6 +276,30 @@ class Plan:
         if not found:
             return INF, []
         return at, pick_union(free, extra, q, low)
+
+    def starting(self, q: int, end: float, ivs: Intervals) -> bool:
+        """A job of ``q`` machines ``ivs`` (free) is about to start, to end at ``end``: keep the memo of
+        :meth:`_earliest_counts` when the start cannot change it - its machines are back by S (the count
+        is the same at S and lower before), or they are none of the reservation's and q machines are still
+        free at S (then S and the q highest, or lowest, of the machines free at S are the same).  True if
+        it is kept (:meth:`started` then records the new state), False if dropped."""
+        m = self.memo
+        s = self.s
+        if not (m and m[1] == s.profile.version and m[2] == s.free.starts and m[3] == s.free.ends):
+            self.memo = ()
+            return False
+        if end <= m[5]:
+            return True
+        if m[7] - q >= m[0] and not intersect(ivs, m[6]):
+            self.memo = (*m[:7], m[7] - q)
+            return True
+        self.memo = ()
+        return False
+
+    def started(self, end: float) -> None:
+        """The start :meth:`starting` kept the memo for is done: the memo's state is the new one."""
+        m, free = self.memo, self.s.free
+        self.memo = (m[0], self.s.profile.version, list(free.starts), list(free.ends), min(m[4], end), *m[5:])
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
