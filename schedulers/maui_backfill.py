@@ -17,7 +17,7 @@ INF = float("inf")
 
 
 def start(s: Maui, e: Entry, ivs: Intervals, now: float) -> None:
-    keep = bool(s.plan.memo) and s.plan.starting(e.q, now + e.p, ivs)
+    keep = s.plan.memo is not None and s.plan.starting(e.q, now + e.p, ivs)
     s.free.remove(ivs)
     s.launch(e, ivs, now)
     if keep:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from batfeed.schedulers.maui_backfill import backfill, start
 from batfeed.schedulers.maui_fairshare import fs_capped
@@ -50,6 +50,19 @@ if TYPE_CHECKING:
 INF = float("inf")
 
 
+class Memo(NamedTuple):
+    """A reservation :meth:`Plan._earliest_counts` computed, and the state it holds for."""
+
+    q: int                  # the machines asked for
+    version: int            # the profile's version (the running jobs)
+    starts: list[int]       # the free machines (FreeMachines.starts, .ends)
+    ends: list[int]
+    first_end: float        # the first running job's expected end: no job is overdue before it
+    start: float            # S
+    machines: Intervals     # the machines picked
+    free_at: int            # the machines free at S
+
+
 class Plan:
     """What one Maui iteration knows of the machines besides the free set: reservations, windows."""
 
@@ -58,9 +71,7 @@ class Plan:
         self.blocks: list[tuple[float, float, Intervals]] = []   # res + maintenance windows (+ kept)
         self.last: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # reservations at the end
         self.kept: dict[str, tuple[Entry, tuple[float, float, Intervals]]] = {}   # of an iteration, kept ones
-        # the last _earliest_counts: q, profile version, free machines (starts, ends), first end, S, machines,
-        # machines free at S
-        self.memo: tuple = ()
+        self.memo: Memo | None = None       # the last _earliest_counts, while it holds
 
     def begin(self, s: Maui, now: float) -> None:
         self.s = s
@@ -240,9 +251,9 @@ class Plan:
         if q <= free.count:
             return now, pick_union(free, [], q, low)
         memo = self.memo
-        if (memo and memo[0] == q and memo[1] == s.profile.version and now < memo[4]
-                and memo[2] == free.starts and memo[3] == free.ends):
-            return memo[5], list(memo[6])
+        if (memo is not None and memo.q == q and memo.version == s.profile.version and now < memo.first_end
+                and memo.starts == free.starts and memo.ends == free.ends):
+            return memo.start, list(memo.machines)
         prof = s.profile
         first = next(prof.running(), None)
         if first is not None and first[0] > now:       # no job overdue: each comes back at its end
@@ -253,7 +264,7 @@ class Plan:
             extra = [iv for jid in prof.ended_by(at) for iv in jobs[jid][1]]
             at_s = free.count + count(extra)
             ivs = pick_union(free, extra, q, low)
-            self.memo = (q, prof.version, list(free.starts), list(free.ends), first[0], at, list(ivs), at_s)
+            self.memo = Memo(q, prof.version, list(free.starts), list(free.ends), first[0], at, list(ivs), at_s)
             return at, ivs
         got = free.count
         late = now + 1.0
@@ -285,21 +296,24 @@ class Plan:
         it is kept (:meth:`started` then records the new state), False if dropped."""
         m = self.memo
         s = self.s
-        if not (m and m[1] == s.profile.version and m[2] == s.free.starts and m[3] == s.free.ends):
-            self.memo = ()
+        if m is None or not (m.version == s.profile.version and m.starts == s.free.starts
+                             and m.ends == s.free.ends):
+            self.memo = None
             return False
-        if end <= m[5]:
+        if end <= m.start:
             return True
-        if m[7] - q >= m[0] and not intersect(ivs, m[6]):
-            self.memo = (*m[:7], m[7] - q)
+        if m.free_at - q >= m.q and not intersect(ivs, m.machines):
+            self.memo = m._replace(free_at=m.free_at - q)
             return True
-        self.memo = ()
+        self.memo = None
         return False
 
     def started(self, end: float) -> None:
         """The start :meth:`starting` kept the memo for is done: the memo's state is the new one."""
         m, free = self.memo, self.s.free
-        self.memo = (m[0], self.s.profile.version, list(free.starts), list(free.ends), min(m[4], end), *m[5:])
+        assert m is not None
+        self.memo = m._replace(version=self.s.profile.version, starts=list(free.starts), ends=list(free.ends),
+                               first_end=min(m.first_end, end))
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
