@@ -9,7 +9,7 @@ batfeed's ``qos``) if its credentials may use it, else their default QOS (:func:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from batfeed.schedulers.maui_config import Cred, MauiConfig, Target
 from batfeed.schedulers.resources import Intervals, subtract
@@ -41,15 +41,6 @@ class JobInfo:
         self.cred_limits = cred_limits    # ((kind, name), entry) of USER/GROUP/ACCOUNT/CLASS/QOSCFG with limits
         self.nodes = nodes                # HOSTLIST machines, None = all
         self.others = others              # machines outside HOSTLIST
-
-
-def first_set(d: dict[str, Any], names: tuple[str, ...], default: str) -> str:
-    """The first of the Batsim job fields ``names`` set in ``d`` (a job's JSON), as a string, else ``default``."""
-    for n in names:
-        v = d.get(n)
-        if v is not None and v != "":
-            return str(v)
-    return default
 
 
 def request(job: Job) -> float | None:
@@ -101,10 +92,19 @@ def job_info(s: MauiCore, job: Job) -> JobInfo:
     ``MJobGetStartPriority``'s credential terms, MJob.c ``MJobCheckLimits``'s credentials); one object
     per set of credentials (``s.infos``: it depends on nothing else, and nothing changes it)."""
     d = job.json_dict or {}
-    key = tuple(first_set(d, names, default) for names, default in _FIELDS)
-    info = s.infos.get(key)
+    key = []
+    for names, default in _FIELDS:      # the first of the fields that is set, as a string, else the default
+        for n in names:
+            v = d.get(n)
+            if v is not None and v != "":
+                key.append(str(v))
+                break
+        else:
+            key.append(default)
+    k = tuple(key)
+    info = s.infos.get(k)
     if info is None:
-        info = s.infos[key] = _job_info(s, *key)
+        info = s.infos[k] = _job_info(s, *key)
     return info
 
 

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import chain
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from batfeed.schedulers.maui_backfill import backfill, start
 from batfeed.schedulers.maui_fairshare import fs_capped
@@ -50,8 +51,10 @@ if TYPE_CHECKING:
 INF = float("inf")
 
 
-class Memo(NamedTuple):
-    """A reservation :meth:`Plan._earliest_counts` computed, and the state it holds for."""
+@dataclass(slots=True)
+class Memo:
+    """A reservation :meth:`Plan._earliest_counts` computed, and the state it holds for (updated in place
+    by :meth:`Plan.starting`/:meth:`Plan.started`)."""
 
     q: int                  # the machines asked for
     version: int            # the profile's version (the running jobs)
@@ -303,7 +306,7 @@ class Plan:
         if end <= m.start:
             return True
         if m.free_at - q >= m.q and not intersect(ivs, m.machines):
-            self.memo = m._replace(free_at=m.free_at - q)
+            m.free_at -= q
             return True
         self.memo = None
         return False
@@ -312,8 +315,8 @@ class Plan:
         """The start :meth:`starting` kept the memo for is done: the memo's state is the new one."""
         m, free = self.memo, self.s.free
         assert m is not None
-        self.memo = m._replace(version=self.s.profile.version, starts=list(free.starts), ends=list(free.ends),
-                               first_end=min(m.first_end, end))
+        m.version, m.starts, m.ends = self.s.profile.version, list(free.starts), list(free.ends)
+        m.first_end = min(m.first_end, end)
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
         """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
