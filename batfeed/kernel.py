@@ -59,6 +59,7 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.schedulers.passes",
     "batfeed.schedulers.policies",
     "batfeed.schedulers.profile",
+    "batfeed.schedulers.replay",
     "batfeed.schedulers.resources",
     "batfeed.schedulers.step_profile",
     "batfeed.schedulers.steps",

@@ -49,18 +49,21 @@ def make_procset(ivs: Intervals) -> Any:
 
 
 def launch(e: Entry, ivs: Intervals, now: float, profile: Profile, running: dict[str, Intervals],
-           to_start: list[Any]) -> None:
-    """``BackfillScheduler.launch``: start ``e`` now on ``ivs`` (already out of the free set)."""
+           to_start: list[Any], allocation: bool = True) -> None:
+    """``BackfillScheduler.launch``: start ``e`` now on ``ivs`` (already out of the free set); ``allocation``:
+    give the job its ProcSet (False: a what-if replay, which reads start times only)."""
     job = e.job
-    job.allocation = make_procset(ivs)
+    if allocation:
+        job.allocation = make_procset(ivs)
     running[e.id] = ivs
     to_start.append(job)
     profile.add(e.id, now + e.p, ivs, e.q)     # an allocation has exactly q machines
 
 
 def easy_count(wq: WaitQueue, profile: Profile, free: FreeMachines, running: dict[str, Intervals],
-               to_start: list[Any], now: float, idle: Idle | None) -> Idle | None:
-    """One EASY decision at ``now`` (``Easy.schedule``, count mode, no window); returns the new idle state."""
+               to_start: list[Any], now: float, idle: Idle | None, allocation: bool = True) -> Idle | None:
+    """One EASY decision at ``now`` (``Easy.schedule``, count mode, no window); returns the new idle state.
+    ``allocation``: as in :func:`launch`."""
     wq.refresh(now)
     new = wq.new
     wq.new = []
@@ -71,7 +74,7 @@ def easy_count(wq: WaitQueue, profile: Profile, free: FreeMachines, running: dic
     while head is not None and head.q <= free.count:
         ivs = free.take_lowest(head.q)
         wq.remove(head)
-        launch(head, ivs, now, profile, running, to_start)
+        launch(head, ivs, now, profile, running, to_start, allocation)
         head = wq.head()
         was_idle = False
     if head is None:
@@ -100,7 +103,7 @@ def easy_count(wq: WaitQueue, profile: Profile, free: FreeMachines, running: dic
         if after and q > st.extra:
             continue
         ivs = free.take_lowest(q)
-        launch(e, ivs, now, profile, running, to_start)
+        launch(e, ivs, now, profile, running, to_start, allocation)
         started.append(e)
         st.free -= q
         if after:

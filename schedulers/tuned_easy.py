@@ -173,8 +173,9 @@ class TunedEasy(Easy):
         super().onSimulationEnds()
         self._flush()
         if self.whatif is not None:
-            log.info("%s: %d periods chosen, %d what-if replays (%d avoided), %.2f s", type(self).__name__,
-                     len(self.choices), self.whatif.replays, self.whatif.skipped, self.whatif_s)
+            log.info("%s: %d periods chosen, %d what-if replays (%d on the engine, %d avoided), %.2f s",
+                     type(self).__name__, len(self.choices), self.whatif.replays, self.whatif.on_engine,
+                     self.whatif.skipped, self.whatif_s)
 
     # ---------------------------------------------------------------- the choice of P_t
     def switch(self, now: float) -> None:

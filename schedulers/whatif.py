@@ -2,22 +2,26 @@
 
 The cost of policy P_i for a period is the total wait of the jobs submitted in that period,
 replayed alone under EASY(P_i, Θ) from an empty machine until drained, with their actual run
-times.  :class:`WhatIf` runs those replays in-process on batfeed's embedded engine with the direct
-driver and batfeed's own :class:`~batfeed.schedulers.easy.Easy`, so a replay is exactly
-``batfeed.api.simulate_jobs(jobs, nb_machines, "easy", {"policy": P_i, ...})`` (same engine, same
-scheduler, same Batsim semantics; ``tests/test_tuned_easy.py`` checks it), minus what a replay
-does not need:
+times.  A replay is exactly ``batfeed.api.simulate_jobs(jobs, nb_machines, "easy", {"policy": P_i,
+...})`` (same scheduler, same Batsim semantics; ``tests/test_tuned_easy.py`` checks it), minus what a
+replay does not need.  :class:`WhatIf` runs it one of two ways:
 
-- the jobs become engine objects directly (no DataFrame, no per-job validation: they were
-  validated when the real simulation loaded them), the platform (``nb_machines`` link-less hosts)
-  and its host lists are built once per size and cached (:class:`_Replay`);
-- the engine's end-of-run accounting (time in each machine state, O(machines) per run: 40 ms on
-  CEA-Curie's 93,312 machines) and outputs are skipped (:class:`_Replay`); the waits are read from
-  the jobs;
-- exact shortcut: when the jobs never need more than the machine at once (at every instant,
-  counting each job over the closed interval [r, r + p]), every job starts at its submission under
-  every policy (at each decision all waiting jobs fit together, so EASY starts them all whatever
-  their order), and every cost is 0 without simulating.
+- **lean** (default, when every submission time, run time and walltime is a whole number of seconds and
+  the reservations are counted): :func:`replay.easy_starts`, EASY's own queue index, profile and
+  compiled decision pass driven by the event loop the engine amounts to on such jobs, without the
+  engine (3.7 times faster on KTH-SP2's what-if replays; ``tests/test_whatif_replay.py`` checks it
+  against the engine, job by job);
+- **on the engine** otherwise (``lean=False`` forces it): batfeed's embedded engine with the direct
+  driver and :class:`~batfeed.schedulers.easy.Easy`; the jobs become engine objects directly (no
+  DataFrame, no per-job validation: they were validated when the real simulation loaded them), the
+  platform (``nb_machines`` link-less hosts) and its host lists are built once per size and cached
+  (:class:`_Replay`), and the engine's end-of-run accounting (O(machines) per run: 40 ms on CEA-Curie's
+  93,312 machines) and outputs are skipped; the waits are read from the jobs.
+
+Either way, an exact shortcut: when the jobs never need more than the machine at once (at every instant,
+counting each job over the closed interval [r, r + p]), every job starts at its submission under every
+policy (at each decision all waiting jobs fit together, so EASY starts them all whatever their order),
+and every cost is 0 without simulating.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from itertools import accumulate
 from typing import Any, NamedTuple
+
+from batfeed.schedulers.replay import ReplayJob, easy_starts, exact
 
 from batfeed.api import homogeneous_platform
 from batfeed.engine.direct import DirectDriver
@@ -64,6 +70,7 @@ class _Replay(Simulator):
         plat, names, speeds = _hosts(nb_machines)
         super().__init__(homogeneous_platform(1), workloads)
         self.platform, self.machines, self.speed = plat, Machines(names), speeds
+        self.host_delay = [self.master_delay] * nb_machines    # link-less: every host's message as the master's
 
     def _result(self, prefix: Any, wall: float) -> None:    # type: ignore[override]
         return None
@@ -83,11 +90,12 @@ class WhatIf:
     """Replays of past jobs under EASY(P, Θ) on ``nb_machines`` identical machines.
 
     ``options``: the EASY options every replay shares (``theta``, ``backfill_policy``, ``ties``,
-    ``reservation``); the policy is given per call.  ``replays`` counts the simulations run and
+    ``reservation``); the policy is given per call.  ``lean``: replay without the engine when the jobs
+    allow it (module docstring).  ``replays`` counts the simulations run (``on_engine`` of them on the engine) and
     ``skipped`` the replays the exact shortcut avoided (for the log and the measurements).
     """
 
-    def __init__(self, nb_machines: int, options: dict[str, Any]):
+    def __init__(self, nb_machines: int, options: dict[str, Any], lean: bool = True):
         from batfeed.schedulers.easy import Easy
 
         self.nb_machines = nb_machines
@@ -95,15 +103,48 @@ class WhatIf:
         self.easy = Easy
         self.replays = 0
         self.skipped = 0
+        self.lean = lean
+        self.on_engine = 0                     # replays run on the engine (the others: lean)
 
     def waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
         """Each job's wait (input order; NaN if the replay rejected it) under EASY(``policy``, Θ)."""
+        lean = self._lean(jobs)
+        if lean is not None:
+            return self._lean_waits(jobs, lean, policy)
+        return self._engine_waits(jobs, policy)
+
+    def _engine_waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
+        """:meth:`waits` on the engine (the reference of :mod:`replay`)."""
         wl = _workload(jobs)
         order = list(wl.jobs)                  # Simulator.run lets go of the workload's jobs
         sim = _Replay(self.nb_machines, [wl])
         sim.run(DirectDriver(self.easy({**self.options, "policy": policy})))
         self.replays += 1
+        self.on_engine += 1
         return [j.start - j.subtime if j.start >= 0 else float("nan") for j in order]
+
+    def _lean(self, jobs: Sequence[PastJob]) -> tuple[list[ReplayJob], list[float]] | None:
+        """The jobs and their durations for :func:`replay.easy_starts`, or None when the engine must replay them
+        (times that are not whole seconds, batsched's machine reservations, planned windows, ``lean`` off)."""
+        if not self.lean or self.options.get("reservation", "count") != "count" or self.options.get("maintenance"):
+            return None
+        subs = [float(j.subtime) for j in jobs]
+        runs = [float(j.runtime) for j in jobs]
+        walls = [float(j.walltime) if j.walltime > 0 else -1.0 for j in jobs]
+        if not (exact(subs) and exact(runs) and exact(walls)):
+            return None
+        out = [ReplayJob(f"w0!{j.id}", s, j.res, w, j.json, i)
+               for i, (j, s, w) in enumerate(zip(jobs, subs, walls, strict=True))]
+        return out, [min(r, w) if w > 0 else r for r, w in zip(runs, walls, strict=True)]
+
+    def _lean_waits(self, jobs: Sequence[PastJob], lean: tuple[list[ReplayJob], list[float]],
+                    policy: str) -> list[float]:
+        sched = self.easy({**self.options, "policy": policy})
+        if not sched._pass:                    # a subclass that changes a step of the pass
+            return self._engine_waits(jobs, policy)
+        starts = easy_starts(lean[0], lean[1], self.nb_machines, sched.wq, sched.profile)
+        self.replays += 1
+        return [s - float(j.subtime) for s, j in zip(starts, jobs, strict=True)]
 
     def cost(self, jobs: Sequence[PastJob], policy: str) -> float:
         """Total wait of ``jobs`` replayed alone under EASY(``policy``, Θ) until drained."""
@@ -114,7 +155,10 @@ class WhatIf:
         if not jobs or never_contend(jobs, self.nb_machines):
             self.skipped += len(policies)
             return [0.0] * len(policies)
-        return [self.cost(jobs, p) for p in policies]
+        lean = self._lean(jobs)
+        if lean is None:
+            return [self.cost(jobs, p) for p in policies]
+        return [sum(w for w in self._lean_waits(jobs, lean, p) if w == w) for p in policies]
 
 
 def _workload(jobs: Sequence[PastJob]) -> Workload:
