@@ -54,6 +54,7 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.simulator",
     "batfeed.engine.state",
     "batfeed.engine.workload",
+    "batfeed.engine.workload_file",
     "batfeed.schedulers.compression",
     "batfeed.schedulers.jobqueue",
     "batfeed.schedulers.passes",

@@ -43,9 +43,12 @@ def _pack(obj: dict[str, Any]) -> Any:
         if type(name) is str:                # one string per profile name, not one per job (17 MB on Curie)
             obj["profile"] = sys.intern(name)
         values = tuple(obj.values())
-        if _NESTED.isdisjoint(map(type, values)):
-            keys = tuple(obj)
-            return (_KEYSETS.setdefault(keys, keys),) + values
+        for v in values:
+            t = type(v)
+            if t is dict or t is list or t is tuple:
+                return obj
+        keys = tuple(obj)
+        return (_KEYSETS.setdefault(keys, keys),) + values
     return obj
 
 
