@@ -130,3 +130,17 @@ def test_authors_workflow_end_to_end_on_one_permuted_kth(tmp_path):
     again = run_cli(args, tmp_path, timeout=600)
     assert again.returncode == 0 and "12 runs reused" in again.stdout, again.stdout[-2000:]
     assert "0 to run" in again.stdout
+
+
+def test_lqf_on_kth_has_its_measured_reason_and_no_other_trace_does(mod):
+    """Issue 28: LQF's sign on KTH-SP2 follows the backfill order B (docs/reproductions.md, measured at
+    R = 60); the reason is printed only where the sign disagrees, and only on KTH-SP2."""
+    waits = {"FCFS": 100.0, "LQF": 95.0}
+    for trace, verdict in (("KTH-SP2", "differs: the backfill order B decides the sign"),
+                           ("SDSC-SP2", "DIFFERS")):
+        table = pd.DataFrame([r for col, w in waits.items() for r in rows(trace, col, {1: (w, 1), 2: (w, 1)})])
+        line = [x for x in mod.report(table, [trace], "t").splitlines() if x.startswith(f"| {trace} (R = 2)")][0]
+        assert f"-5 [-5, -5] · {verdict}" in line.split(" | ")[5]
+    table = pd.DataFrame([r for col, w in {"FCFS": 100.0, "LQF": 108.0}.items()
+                          for r in rows("KTH-SP2", col, {1: (w, 1)})])
+    assert "+3 · +8 · sign agrees" in mod.report(table, ["KTH-SP2"], "t")

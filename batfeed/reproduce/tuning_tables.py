@@ -42,6 +42,8 @@ REASONS: dict[tuple[str, str], str] = {
     **{(t, p): LABELS for t in PAPER3 for p in ("SEXP", "LEXP", "SRF", "LRF")},
     **{("CEA-Curie", p): "backfill order B = P; the authors fixed B (models.md §A; see authors-workflow)"
        for p in ("LQF", "LAF")},
+    # measured at R = 60 (docs/reproductions.md): only B moves LQF's sign on KTH-SP2 (Θ, ties, resampler do not)
+    ("KTH-SP2", "LQF"): "the backfill order B decides the sign: SQF -5, FCFS +1, P +8 (docs/reproductions.md)",
 }
 PAIRS = [("SPF", "LPF"), ("SQF", "LQF"), ("SEXP", "LEXP"), ("SRF", "LRF"), ("SAF", "LAF")]
 
