@@ -61,6 +61,7 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.schedulers.policies",
     "batfeed.schedulers.profile",
     "batfeed.schedulers.replay",
+    "batfeed.schedulers.reservations",
     "batfeed.schedulers.resources",
     "batfeed.schedulers.step_profile",
     "batfeed.schedulers.steps",

@@ -43,11 +43,14 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right, insort
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batfeed.schedulers.jobqueue import Entry
 from batfeed.schedulers.step_profile import StepProfile
 from batfeed.schedulers.steps import Steps
+
+if TYPE_CHECKING:
+    from batfeed.schedulers.reservations import Plan
 
 INF = float("inf")
 
@@ -110,10 +113,10 @@ class Compression:
     span (hull) of the rises that may have freed them — a stretch long enough for them must meet
     it, so :meth:`movable` only looks at the stretches that do — or to None (look everywhere)."""
 
-    def __init__(self, sched: Any) -> None:
-        self.s = sched                                              # the Conservative scheduler
-        self.prof: StepProfile = sched.profile
-        self.st: Steps = sched.profile.steps
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan                                            # the reservations (reservations.py)
+        self.prof: StepProfile = plan.profile
+        self.st: Steps = plan.profile.steps
         self.unsettled: dict[str, Hull | None] = {}
         self.by_q: dict[int, Bucket] = {}                           # reserved jobs by size
         self.qs: list[int] = []                                     # their sizes, sorted
@@ -122,7 +125,7 @@ class Compression:
 
     def everything(self) -> bool:
         """True when every job must be tried at each compression (windows, unavailable machines)."""
-        return bool(self.s.unavailable or self.prof.windows)
+        return bool(self.prof.unavailable or self.prof.windows)
 
     # ---------------------------------------------------------------- settled / unsettled
     def reserved(self, e: Entry, t: float, settled: bool) -> None:
@@ -161,7 +164,7 @@ class Compression:
             return
         prof = self.prof
         st = self.st
-        base = prof.base(now, self.s.free.count)
+        base = prof.base(now, self.plan.free.count)
         seg = st.walk(s, e, base, 32)           # a short span: its levels, for exact tests
         if seg is None:
             low, high = st.minmax(s, e, base)
@@ -175,7 +178,7 @@ class Compression:
             ranked = sorted(levels)
             low, high = ranked[0], ranked[-1]
         i = bisect_right(qs, low - delta)
-        unsettled, res = self.unsettled, self.s.res
+        unsettled, res = self.unsettled, self.plan.res
         touched: list[str] = []                                 # settled, f(old-) reached q
         ran: list[str] = []                                     # a stretch through [s, e) may fit
         n = len(qs)
@@ -303,13 +306,13 @@ class Compression:
 
     # ---------------------------------------------------------------- the passes
     def compress(self, now: float) -> None:
-        sched = self.s
-        base = sched.profile.base(now, sched.free.count)
+        plan = self.plan
+        base = self.prof.base(now, plan.free.count)
         if self.everything():
             self.unsettle_all()
             self._compress_all(now, base)
             return
-        res, unsettled = sched.res, self.unsettled
+        res, unsettled = plan.res, self.unsettled
         limit: tuple[Any, ...] | None = None
         while unsettled:
             heap = []
@@ -333,8 +336,8 @@ class Compression:
                 if verdict is False:
                     del unsettled[jid]
                     continue
-                sched._unreserve(e)
-                t = sched._reserve(e, now, before=old, prev=old, start=verdict)
+                plan.unreserve(e)
+                t = plan.reserve(e, now, before=old, prev=old, start=verdict)
                 self.moved(e, old, t, now)
                 for m in self.marked:
                     rm = rank(res[m][1])
@@ -347,14 +350,14 @@ class Compression:
 
     def _compress_all(self, now: float, base: int) -> None:
         """Every reserved job tried in each pass (windows or unavailable machines)."""
-        sched = self.s
-        todo = [e for e in sched.wq.ordered() if e.id in sched.res]
+        plan = self.plan
+        todo = [e for e in plan.sched.wq.ordered() if e.id in plan.res]
         while todo:
             last = -1
             for k, e in enumerate(todo):
-                old = sched.res[e.id][0]
+                old = plan.res[e.id][0]
                 if old > now and moves(self.movable(e, old, now, base, None)):
-                    sched._unreserve(e)
-                    sched._reserve(e, now, before=old, prev=old)
+                    plan.unreserve(e)
+                    plan.reserve(e, now, before=old, prev=old)
                     last = k
             todo = todo[:last] if last > 0 else []

@@ -29,20 +29,18 @@ the whole profile.  A compression does not try every reserved job either:
 tries the others in the same order, with the same outcome as trying them all (the old
 implementation, kept as ``tests/conservative_ref.py``, is the reference of
 ``tests/test_conservative_fast.py``).  A job starting at its reservation keeps the reservation's
-end step as its own (:meth:`StepProfile.take_over`).  The compiled kernel compiles ``steps``,
-``step_profile`` and ``compression`` with mypyc (native integers and floats in their loops,
-docs/kernel.md); this class stays interpreted.
+end step as its own (:meth:`StepProfile.take_over`).  The reservations and the decision's loop are
+:class:`~batfeed.schedulers.reservations.Plan`'s: the compiled kernel compiles it with ``steps``,
+``step_profile`` and ``compression`` (mypyc: native integers and floats in their loops, native calls
+between them, docs/kernel.md); this class stays an interpreted pybatsim scheduler that calls it.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 from batfeed.schedulers.backfill import BackfillScheduler
-from batfeed.schedulers.base import make_procset
-from batfeed.schedulers.compression import Compression
-from batfeed.schedulers.jobqueue import Entry
+from batfeed.schedulers.reservations import Plan
 from batfeed.schedulers.step_profile import StepProfile
 from batsim.batsim import Job
 from procset import ProcSet
@@ -56,47 +54,17 @@ class Conservative(BackfillScheduler):
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
         self.profile = StepProfile()
-        self.res: dict[str, tuple[float, Entry, int]] = {}   # job id -> (reserved start, entry, token)
-        self._plan: list[tuple[float, int, int, str]] = []   # heap (start, seq, token, job id), lazy
-        self._token = 0
+        self.plan = Plan(self, self.profile)
+        self.res = self.plan.res                             # job id -> (reserved start, entry, token)
+        self.cz = self.plan.cz                               # the compression (compression.py)
         self._early = False                                  # capacity came back earlier than planned
         self._lost = False                                   # capacity lost (machines down)
-        self.cz = Compression(self)
+        cls = type(self)                                     # the plan takes the lowest free machines itself
+        self._plain = cls.allocate is BackfillScheduler.allocate and cls.launch is BackfillScheduler.launch
 
-    # ---------------------------------------------------------------- profile bookkeeping
-    def _reserve(self, e: Entry, now: float, before: float = INF, not_before: float | None = None,
-                 prev: float | None = None, start: float | None = None) -> float:
-        free = self.free.count
-        t = self.profile.earliest(e.q, e.p, now, free, before, start=start)
-        if t == INF and before < INF:
-            t = self.profile.earliest(e.q, e.p, now, free)
-        if not_before is not None and t < not_before:
-            t = self.profile.earliest(e.q, e.p, not_before, free)
-        self.profile.reserve(t, e.p, e.q)
-        self._token += 1
-        self.res[e.id] = (t, e, self._token)
-        heapq.heappush(self._plan, (t, e.seq, self._token, e.id))
-        self.cz.reserved(e, t, settled=not_before is None)
-        if self.trace_reservations and t != prev:
-            self.record(now, e, t)
-        return t
-
-    def _unreserve(self, e: Entry) -> float:
-        t = self.res.pop(e.id)[0]
-        self.cz.unreserved(e, t)
-        self.profile.unreserve(t, e.p, e.q)
-        return t
-
-    def _first_planned(self) -> tuple[float, str] | None:
-        """(start, job id) of the first reservation, dropping the stale heap entries on the way."""
-        plan, res = self._plan, self.res
-        while plan:
-            t, _, token, jid = plan[0]
-            r = res.get(jid)
-            if r is not None and r[2] == token:
-                return t, jid
-            heapq.heappop(plan)
-        return None
+    def onSimulationBegins(self) -> None:
+        super().onSimulationBegins()
+        self.plan.free = self.free
 
     # ---------------------------------------------------------------- callbacks
     def onJobCompletion(self, job: Job) -> None:
@@ -123,48 +91,19 @@ class Conservative(BackfillScheduler):
 
     # ---------------------------------------------------------------- the algorithm
     def schedule(self) -> None:
-        now, wq = self.bs.time(), self.wq
+        now, wq, plan = self.bs.time(), self.wq, self.plan
         wq.refresh(now)
         new, wq.new = wq.new, []
         self._ended = False
         self.profile.prune_windows(now)
-        if self._lost or self._early:
-            if self._lost:                                  # re-plan from scratch
-                order = [e for e in wq.ordered() if e.id in self.res]
-                olds = [self._unreserve(e) for e in order]
-                for e, old in zip(order, olds, strict=True):
-                    self._reserve(e, now, prev=old)
-            else:                                           # compression: never later than before
-                self.cz.compress(now)
-            self._early = self._lost = False
-        for e in new:
-            if e.where >= 0 and e.id not in self.res:
-                self._reserve(e, now)
-        while (first := self._first_planned()) is not None and first[0] <= now:
-            t, jid = first
-            e = self.res[jid][1]
-            ivs = self.allocate(e, now)
-            if ivs is None:                                 # windows leave too few machines now
-                self._unreserve(e)
-                t1 = self._reserve(e, now, not_before=self._next_change(now))
-                # the reservation left [now, t + p̃) (the part not yet past) for [t1, t1 + p̃)
-                self.cz.raised(now, t + e.p if t1 >= t + e.p else t1, e.q, now)
-                continue
-            wq.remove(e)
-            if t == now:                                    # the reservation becomes the running job
-                del self.res[jid]
-                self.cz.unreserved(e, t)
-                self.profile.take_over(e.id, t, now + e.p, ivs, e.q)
-                e.job.allocation = make_procset(ivs)
-                self.running[e.id] = ivs
-                self._to_start.append(e.job)
-            else:                                           # started late: the profile only drops
-                self._unreserve(e)
-                self.launch(e, ivs, now)
-        t = first[0] if first is not None else INF
+        plan.free, plan.trace = self.free, self.trace_reservations
+        if self._lost:                                      # 1) re-plan from scratch
+            plan.replan(now, wq)
+        elif self._early:                                   # 1) compression: never later than before
+            self.cz.compress(now)
+        self._early = self._lost = False
+        # 2) reserve the new jobs, 3) start the reservations due (Plan.start)
+        t = plan.start(now, new, wq, self.running, self._to_start, self._plain and not self.profile.windows)
         if not self.running and now < t < INF and t not in self._calls:
             self._calls.add(t)                              # safety net: nothing else would wake us
             self.bs.wake_me_up_at(t)
-
-    def _next_change(self, now: float) -> float:
-        return self.profile.steps.after(now)

@@ -24,9 +24,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from batfeed.schedulers.compression import Compression, _seg_runs, moves
+from batfeed.schedulers.compression import _seg_runs, moves
 from batfeed.schedulers.conservative import Conservative
 from batfeed.schedulers.profile import Profile
+from batfeed.schedulers.reservations import Plan
+from batfeed.schedulers.resources import FreeMachines
 from batfeed.schedulers.step_profile import StepProfile
 from batfeed.schedulers.steps import Steps
 from conservative_ref import RefConservative
@@ -103,7 +105,7 @@ def test_runs_of_a_short_span_as_the_tree_searches(ops, base, data):
     prof.steps.LOAD = data.draw(st.sampled_from([1, 2, 32]))
     for t, d in ops:
         prof.steps.add(t, d)
-    cz = Compression(SimpleNamespace(profile=prof))
+    cz = Plan(SimpleNamespace(free=FreeMachines(0)), prof).cz
     for _ in range(8):
         s = data.draw(st.integers(-1, 42).map(float))
         e = s + data.draw(st.one_of(st.integers(1, 30).map(float), st.just(INF)))
