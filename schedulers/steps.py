@@ -40,6 +40,7 @@ class Steps:
         self.pre: list[list[int]] = []       # partial sums of the deltas inside each block
         self.last: list[float] = []          # last time of each block
         self.n = 0
+        self._at = 0                         # _edit: the position of its change in its block
         self._rebuild()
 
     def __len__(self) -> int:
@@ -109,23 +110,25 @@ class Steps:
         """Add ``delta`` free machines from ``t`` on (an entry whose delta becomes 0 is removed)."""
         b = self._edit(t, delta)
         if b is not None:
-            self._refresh(b)
+            self._refresh(b, self._at)
 
     def add2(self, t1: float, d1: int, t2: float, d2: int) -> None:
         """``add(t1, d1)`` then ``add(t2, d2)`` (a reservation's two steps), with one update of the
         tree when both land in the same block."""
         b1 = self._edit(t1, d1)
+        at1 = self._at
         b2 = self._edit(t2, d2)
         if b2 is None:              # no change, or a rebuild that covers the first change too
             if b1 is not None and d2 == 0:
-                self._refresh(b1)
+                self._refresh(b1, at1)
             return
         if b1 is not None and b1 != b2:
-            self._refresh(b1)
-        self._refresh(b2)
+            self._refresh(b1, at1)
+        self._refresh(b2, at1 if b1 == b2 and at1 < self._at else self._at)
 
     def _edit(self, t: float, delta: int) -> int | None:
-        """Change the lists; the block whose sums are now stale, or None (no change, or rebuilt)."""
+        """Change the lists; the block whose sums are now stale, or None (no change, or rebuilt).
+        ``_at``: where in that block (the partial sums before it still hold)."""
         if not delta:
             return None
         last = self.last
@@ -173,34 +176,41 @@ class Steps:
                 last[b:b + 1] = [ts[h - 1], ts[-1]]
                 self._rebuild()
                 return None
+        self._at = i
         return b
 
-    def _refresh(self, b: int) -> None:
-        """Block b changed: its partial sums, then its leaf and the path to the root."""
-        pre: list[int] = []
-        acc = 0
-        lo, hi = BIG, -BIG
-        for d in self.ds[b]:            # one pass: partial sums, lowest, highest (native when compiled)
-            acc += d
+    def _refresh(self, b: int, at: int) -> None:
+        """Block b changed from its change point ``at`` on: its partial sums from there, its lowest
+        and highest, then its leaf and the path to the root (native loops when compiled)."""
+        pre, ds = self.pre[b], self.ds[b]
+        del pre[at:]
+        acc = pre[at - 1] if at else 0
+        for k in range(at, len(ds)):
+            acc += ds[k]
             pre.append(acc)
-            if acc < lo:
-                lo = acc
-            if acc > hi:
-                hi = acc
-        self.pre[b] = pre
+        lo, hi = BIG, -BIG
+        for v in pre:
+            if v < lo:
+                lo = v
+            if v > hi:
+                hi = v
         i = self.size + b
         tsum, tmin, tmax = self.tsum, self.tmin, self.tmax
-        tsum[i], tmin[i], tmax[i] = acc, lo, hi
-        i >>= 1
         while i:
-            left = 2 * i
-            s = tsum[left]
-            tsum[i] = s + tsum[left + 1]
-            a, c = tmin[left], s + tmin[left + 1]
-            tmin[i] = a if a < c else c
-            a, c = tmax[left], s + tmax[left + 1]
-            tmax[i] = a if a > c else c
+            # a node whose sum, lowest and highest are unchanged leaves its ancestors as they are
+            # (a reservation's two steps in one block: its sum is the same)
+            if tsum[i] == acc and tmin[i] == lo and tmax[i] == hi:
+                return
+            tsum[i], tmin[i], tmax[i] = acc, lo, hi
             i >>= 1
+            if i:
+                left = 2 * i
+                s = tsum[left]
+                acc = s + tsum[left + 1]
+                a, c = tmin[left], s + tmin[left + 1]
+                lo = a if a < c else c
+                a, c = tmax[left], s + tmax[left + 1]
+                hi = a if a > c else c
 
     # ------------------------------------------------------------------ point queries
     def prefix(self, x: float, strict: bool = False) -> int:
