@@ -42,7 +42,7 @@ job is tried at every compression, as in the reference.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING, Any
 
 from batfeed.schedulers.jobqueue import Entry
@@ -93,23 +93,49 @@ def _seg_runs(times: list[float], levels: list[int], q: int, lo: float, hi: floa
     return out
 
 
-class Bucket:
-    """The reserved jobs of one size, sorted by reserved start (old, seq, entry) and by requested time
-    p̃ (p̃, seq, entry, old)."""
+def _find(keys: list[float], seqs: list[int], key: float, seq: int) -> int:
+    """``bisect_left`` over the pairs (keys[i], seqs[i]): native comparisons when compiled, no tuples."""
+    lo, hi = 0, len(keys)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        k = keys[mid]
+        if k < key or (k == key and seqs[mid] < seq):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
-    __slots__ = ("by_old", "by_d")
+
+class Bucket:
+    """The reserved jobs of one size by reserved start and by p̃ (ties by seq), in parallel lists."""
+
+    __slots__ = ("olds", "oseqs", "oents", "ds", "dseqs", "dents", "dolds")
 
     def __init__(self) -> None:
-        self.by_old: list[tuple[float, int, Entry]] = []
-        self.by_d: list[tuple[float, int, Entry, float]] = []
+        self.olds: list[float] = []         # by reserved start: the starts, seqs, entries
+        self.oseqs: list[int] = []
+        self.oents: list[Entry] = []
+        self.ds: list[float] = []           # by p̃: the p̃, seqs, entries, reserved starts
+        self.dseqs: list[int] = []
+        self.dents: list[Entry] = []
+        self.dolds: list[float] = []
 
     def add(self, old: float, e: Entry) -> None:
-        insort(self.by_old, (old, e.seq, e))
-        insort(self.by_d, (e.p, e.seq, e, old))
+        i = _find(self.olds, self.oseqs, old, e.seq)
+        self.olds.insert(i, old)
+        self.oseqs.insert(i, e.seq)
+        self.oents.insert(i, e)
+        i = _find(self.ds, self.dseqs, e.p, e.seq)
+        self.ds.insert(i, e.p)
+        self.dseqs.insert(i, e.seq)
+        self.dents.insert(i, e)
+        self.dolds.insert(i, old)
 
     def remove(self, old: float, e: Entry) -> None:
-        del self.by_old[bisect_left(self.by_old, (old, e.seq))]
-        del self.by_d[bisect_left(self.by_d, (e.p, e.seq))]
+        i = _find(self.olds, self.oseqs, old, e.seq)
+        del self.olds[i], self.oseqs[i], self.oents[i]
+        i = _find(self.ds, self.dseqs, e.p, e.seq)
+        del self.ds[i], self.dseqs[i], self.dents[i], self.dolds[i]
 
 
 class Compression:
@@ -147,13 +173,13 @@ class Compression:
         self.unsettled.pop(e.id, None)
         bucket = self.by_q[e.q]
         bucket.remove(t, e)
-        if not bucket.by_old:
+        if not bucket.olds:
             del self.by_q[e.q]
             del self.qs[bisect_left(self.qs, e.q)]
 
     def unsettle_all(self) -> None:
         for bucket in self.by_q.values():
-            self.unsettled.update((e.id, None) for _, _, e in bucket.by_old)
+            self.unsettled.update((e.id, None) for e in bucket.oents)
 
     # ---------------------------------------------------------------- rises of the profile
     def raised(self, s: float, e: float, delta: int, now: float) -> None:
@@ -197,27 +223,31 @@ class Compression:
                 if j == len(ranked) or ranked[j] >= q + delta:
                     continue
             bucket = self.by_q[q]
-            olds = bucket.by_old
-            k = bisect_right(olds, (s, INF))
+            olds, oents = bucket.olds, bucket.oents
+            k = bisect_right(olds, s)
             if k == len(olds):
                 continue                                        # all reserved by s: not freed
-            for old, _, ent in olds[k:bisect_right(olds, (e, INF))]:
+            for x in range(k, bisect_right(olds, e)):
+                old, ent = olds[x], oents[x]
                 if ent.id not in unsettled and (levels[bisect_left(times, old) - 1] if levels else
                                                 base + st.prefix(old, True)) >= q:
                     touched.append(ent.id)
             if widest is None:
                 lo, hi = self._stretch(s, e, q, base, now, f_s, f_e)
                 widest = hi - lo
-            elif bucket.by_d[0][0] > widest:
+            elif bucket.ds[0] > widest:
                 continue
             else:
                 lo, hi = self._stretch(s, e, q, base, now, f_s, f_e)
             longest = hi - lo
             runs = None
-            for d, _, ent, old in bucket.by_d:
+            ds, dents, dolds = bucket.ds, bucket.dents, bucket.dolds
+            for x in range(len(ds)):
+                d = ds[x]
                 if d > longest:
                     break
-                jid = ent.id
+                old = dolds[x]
+                jid = dents[x].id
                 if old <= s or unsettled.get(jid, EMPTY) is None:
                     continue
                 if runs is None:

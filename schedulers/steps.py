@@ -183,11 +183,15 @@ class Steps:
         """Block b changed from its change point ``at`` on: its partial sums from there, its lowest
         and highest, then its leaf and the path to the root (native loops when compiled)."""
         pre, ds = self.pre[b], self.ds[b]
-        del pre[at:]
+        n = len(ds)
+        while len(pre) < n:             # change points added or removed: the list's length first
+            pre.append(0)
+        while len(pre) > n:
+            pre.pop()
         acc = pre[at - 1] if at else 0
-        for k in range(at, len(ds)):
+        for k in range(at, n):
             acc += ds[k]
-            pre.append(acc)
+            pre[k] = acc
         lo, hi = BIG, -BIG
         for v in pre:
             if v < lo:
@@ -196,9 +200,7 @@ class Steps:
                 hi = v
         i = self.size + b
         tsum, tmin, tmax = self.tsum, self.tmin, self.tmax
-        while i:
-            # a node whose sum, lowest and highest are unchanged leaves its ancestors as they are
-            # (a reservation's two steps in one block: its sum is the same)
+        while i:                        # a node left unchanged leaves its ancestors unchanged
             if tsum[i] == acc and tmin[i] == lo and tmax[i] == hi:
                 return
             tsum[i], tmin[i], tmax[i] = acc, lo, hi
