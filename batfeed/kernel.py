@@ -36,7 +36,7 @@ from typing import Any
 #: One group: they call each other natively.  The scheduler classes themselves (``easy``, ``backfill``,
 #: ``base``, ``fcfs``, ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and
 #: mypyc's non-native classes reject interpreted subclasses); their decision passes are functions of
-#: ``passes``, compiled.
+#: ``passes`` (FCFS, EASY) and methods of ``reservations.Plan`` (conservative), compiled.
 MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.actors",
     "batfeed.engine.clock",
