@@ -49,6 +49,8 @@ class MauiCore(BackfillScheduler):
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
         cfg = self.cfg = load_config(self.opts["config"])
+        # the node mechanics read the running jobs, not the step function's levels: no end in its steps
+        self.profile.ends_in_steps = self.opts["mechanics"] == "counts"
         notes = list(cfg.warnings)
         if cfg.approximate:
             notes.append(f"{cfg.source}: approximated (batfeed schedulers says how): " + "; ".join(cfg.approximate))
@@ -156,10 +158,12 @@ class MauiCore(BackfillScheduler):
     # ---------------------------------------------------------------- callbacks
     def onSimulationBegins(self) -> None:
         super().onSimulationBegins()
-        names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
+        names: dict[str, int] | None = None     # host name -> machine, read only for a HOSTLIST (93,312 on Curie)
         for cls, entry in self.cfg.classes.items():
             if entry.hostlist is None:
                 continue
+            if names is None:
+                names = {m["name"]: int(m["id"]) for m in (getattr(self.bs, "machines", None) or {}).get("compute", [])}
             ivs: Intervals = []
             for tok in entry.hostlist:
                 m = re.fullmatch(r"(\d+)(?:-(\d+))?", tok)
