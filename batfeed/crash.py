@@ -326,7 +326,7 @@ def _job_of(frame: FrameType) -> str:
     """The job (or jobs) a callback was given, from its arguments."""
     code = frame.f_code
     local = frame.f_locals
-    values = [local.get(arg) for arg in code.co_varnames[1:code.co_argcount]]
+    values: list[Any] = [local.get(arg) for arg in code.co_varnames[1:code.co_argcount]]
     if code.co_flags & inspect.CO_VARARGS:
         values += list(local.get(code.co_varnames[code.co_argcount + code.co_kwonlyargcount], ()))
     for value in values:

@@ -36,7 +36,8 @@ from typing import Any
 #: One group: they call each other natively.  The scheduler classes themselves (``easy``, ``backfill``,
 #: ``base``, ``fcfs``, ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and
 #: mypyc's non-native classes reject interpreted subclasses); their decision passes are functions of
-#: ``passes`` (FCFS, EASY) and methods of ``reservations.Plan`` (conservative), compiled.
+#: ``passes`` (FCFS, EASY) and methods of ``reservations.Plan`` (conservative), compiled.  So are Maui's node mechanics (``maui_nodes``, ``maui_pick``, ``maui_backfill``,
+#: ``maui_order``: ``Plan`` and ``Order`` native, the scheduler's own state read as Python attributes).
 MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.actors",
     "batfeed.engine.clock",
@@ -57,6 +58,10 @@ MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.workload_file",
     "batfeed.schedulers.compression",
     "batfeed.schedulers.jobqueue",
+    "batfeed.schedulers.maui_backfill",
+    "batfeed.schedulers.maui_nodes",
+    "batfeed.schedulers.maui_order",
+    "batfeed.schedulers.maui_pick",
     "batfeed.schedulers.passes",
     "batfeed.schedulers.policies",
     "batfeed.schedulers.profile",

@@ -169,7 +169,7 @@ class BackfillScheduler(BatfeedScheduler):
         """Start entry ``e`` now on ``ivs`` (already out of the free set); the caller removes it from the queue."""
         passes.launch(e, ivs, now, self.profile, self.running, self._to_start)
 
-    def allocate(self, e: Entry, now: float, exclude: Intervals = ()) -> Intervals | None:
+    def allocate(self, e: Entry, now: float, exclude: Intervals | tuple[()] = ()) -> Intervals | None:
         """Take the lowest free machines for ``e`` outside ``exclude`` and the windows its span overlaps."""
         free = self.free
         if e.q > free.count:

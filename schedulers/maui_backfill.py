@@ -62,7 +62,7 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
                         ivs = _fits(s, e, win, left[0], base, now)
                         if ivs is not None:
                             best, best_v, best_ivs = e, v, ivs
-                if best is None:
+                if best is None or best_ivs is None:
                     break
                 pool.remove(best)
                 start(s, best, best_ivs, now)

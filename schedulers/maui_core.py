@@ -44,7 +44,7 @@ class MauiCore(BackfillScheduler):
                "backfill (maui_nodes.py); counts: batfeed's earlier count-based model, as before issue 18",
                choices=("nodes", "counts")),
     ])
-    PROFILE_ENDS_IN_STEPS = True
+    PROFILE_ENDS_IN_STEPS = True    # counts (maui_counts) query Profile.earliest; nodes: set off in __init__
 
     def __init__(self, options: dict[str, Any] | None = None):
         super().__init__(options)
@@ -227,8 +227,7 @@ class MauiCore(BackfillScheduler):
         super().launch(e, ivs, now)
         info = self.info[e.id]
         self.run_info[e.id] = (info, e.q, now + e.p)
-        for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
-            u = table.setdefault(key, [0, 0])
+        for u in (self.use_cls.setdefault(info.cls, [0, 0]), self.use_user.setdefault((info.cls, info.user), [0, 0])):
             u[0] += e.q
             u[1] += 1
         for key, _ in info.cred_limits:
@@ -263,8 +262,7 @@ class MauiCore(BackfillScheduler):
         got = self.run_info.pop(job.id, None)
         if got is not None:
             info, q, end = got
-            for table, key in ((self.use_cls, info.cls), (self.use_user, (info.cls, info.user))):
-                u = table[key]
+            for u in (self.use_cls[info.cls], self.use_user[(info.cls, info.user)]):
                 u[0] -= q
                 u[1] -= 1
             for key, _ in info.cred_limits:
@@ -277,13 +275,17 @@ class MauiCore(BackfillScheduler):
 
     # ---------------------------------------------------------------- interval mode
     def _on_grid(self, now: float) -> bool:
-        k = round((now - self.t0) / self.interval)
-        return abs(now - (self.t0 + k * self.interval)) <= 1e-6
+        t0, iv = self.t0, self.interval
+        assert t0 is not None and iv is not None
+        k = round((now - t0) / iv)
+        return abs(now - (t0 + k * iv)) <= 1e-6
 
     def _next_grid(self, now: float) -> float:
-        k = math.floor((now - self.t0) / self.interval + 1e-9) + 1
-        t = self.t0 + k * self.interval
-        return t if t > now else t + self.interval
+        t0, iv = self.t0, self.interval
+        assert t0 is not None and iv is not None
+        k = math.floor((now - t0) / iv + 1e-9) + 1
+        t = t0 + k * iv
+        return t if t > now else t + iv
 
     def _call(self, t: float) -> None:
         if t not in self._calls:

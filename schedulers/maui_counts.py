@@ -116,6 +116,7 @@ class MauiCounts(MauiCore):
         """Earliest t at which q machines of the job's HOSTLIST are expected free for p̃ seconds
         (outside windows and other pinned reservations) and the counts allow it; those machines."""
         q, d, nodes, prof = e.q, e.p, info.nodes, self.profile
+        assert nodes is not None
         free = self.free.count
         avail = intersect(self.free.intervals(), nodes)
         ends = [(end, jid) for end, _, jid in prof.running()]

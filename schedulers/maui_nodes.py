@@ -43,6 +43,7 @@ from batfeed.schedulers.maui_fairshare import fs_capped
 from batfeed.schedulers.maui_limits import window_blocked
 from batfeed.schedulers.maui_pick import highest, highest_of, pick_union
 from batfeed.schedulers.resources import FreeMachines, Intervals, count, intersect, lowest, subtract, union
+from mypy_extensions import mypyc_attr
 
 if TYPE_CHECKING:
     from batfeed.schedulers.jobqueue import Entry
@@ -66,6 +67,7 @@ class Memo:
     free_at: int            # the machines free at S
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)     # tests derive the general walk (test_maui_shortcuts.py)
 class Plan:
     """What one Maui iteration knows of the machines besides the free set: reservations, windows."""
 
@@ -272,7 +274,7 @@ class Plan:
         got = free.count
         late = now + 1.0
         jobs = s.profile.jobs
-        extra: Intervals = []
+        extra = []
         at = -INF                       # the return time reached
         found = False
         for end, ret, jid in s.profile.running():

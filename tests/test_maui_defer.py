@@ -69,16 +69,20 @@ def test_a_deferred_job_loses_the_reservation_a_fairshare_cap_keeps():
     # it (MJob.c MJobSetHold: MResDestroy(&J->R)), so a deferred capped job no longer blocks its machines
     from types import SimpleNamespace
 
+    from batfeed.schedulers.jobqueue import Entry
     from batfeed.schedulers.maui_config import parse_config
     from batfeed.schedulers.maui_nodes import Plan
+    from batfeed.schedulers.profile import Profile
 
-    e = SimpleNamespace(id="a", where=0, q=4, p=100.0)       # 4 × 100 processor-seconds > the cap of 10
+    # 4 × 100 processor-seconds > the cap of 10
+    e = Entry(SimpleNamespace(id="a", submit_time=0.0, requested_time=100.0, requested_resources=4), 0)
     res = (50.0, 150.0, [(0, 3)])
+    keys = (("user", "u"), ("group", "g"), ("account", "g"), ("class", "DEFAULT"))
     for until, kept in (({}, True), ({"a": (70.0, e)}, False)):
-        s = SimpleNamespace(profile=SimpleNamespace(windows=[]),
+        s = SimpleNamespace(profile=Profile(),
                             cfg=parse_config("FSPOLICY DEDICATEDPS\nUSERCFG[u] FSTARGET=10^\n"),
                             fs=SimpleNamespace(enabled=True, usage={}, weights=[1.0], total=[0.0]),
-                            info={"a": SimpleNamespace(keys=(("user", "u"),))}, defer=SimpleNamespace(until=until))
+                            info={"a": SimpleNamespace(keys=keys)}, defer=SimpleNamespace(until=until))
         plan = Plan()
         plan.last = {"a": (e, res)}
         plan.begin(s, 10.0)      # type: ignore[arg-type]

@@ -19,6 +19,8 @@ import tempfile
 from pathlib import Path
 
 from batfeed.schedulers.maui import Maui
+from batfeed.schedulers.maui_nodes import Plan
+from batfeed.schedulers.resources import Intervals
 from hypothesis import given
 from hypothesis import strategies as st
 from test_backfill_properties import PROPS, job_st, run_on, workload_st
@@ -59,7 +61,14 @@ def test_maui_never_starts_a_job_after_its_reservation(jobs, policy):
         assert rows[jid[3:]][0] <= t, (jid, now, t, rows[jid[3:]], sched.reservations)
 
 
-def test_the_reservation_property_can_fail(monkeypatch):
+class BlindPlan(Plan):
+    """A plan that ignores every reservation and window."""
+
+    def blocked(self, a: float, b: float) -> Intervals:
+        return []
+
+
+def test_the_reservation_property_can_fail():
     """With reservations ignored (Plan.blocked always empty), 3 (1 machine, 500 s) starts at 2 on a
     node reserved for 2 from 100, and 2 starts at 502: the check above catches that."""
     jobs = [(1, 0, 2, 100, 100), (2, 1, 4, 10, 10), (3, 2, 1, 500, 500)]
@@ -67,8 +76,8 @@ def test_the_reservation_property_can_fail(monkeypatch):
     sched.trace_reservations = True
     rows = run_on(jobs, sched, "ok")
     assert rows["2"][0] == 100 and all(rows["2"][0] <= t for _, j, t in sched.reservations if j == "w0!2")
-    monkeypatch.setattr("batfeed.schedulers.maui_nodes.Plan.blocked", lambda self, a, b: [])
     broken = Maui()
+    broken.plan = BlindPlan()
     broken.trace_reservations = True
     rows = run_on(jobs, broken, "broken")
     assert rows["3"][0] == 2 and rows["2"][0] == 502
