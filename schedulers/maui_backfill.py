@@ -41,19 +41,15 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
         size = count(win)
         base = s.free.count          # the free machines the window was built from (none come back meanwhile)
         left = [size]                # its machines still idle (a start in it takes q of them)
-        sel = []
-        for e in main.scan(ScanState(size, dur, -1.0)):      # q <= size and p̃ <= dur, in priority order
-            if e.id not in reserved and not s._held(e, s.info[e.id], hard=True):
-                sel.append(e)
-                if limit and len(sel) >= limit:
-                    break
-        started = []
-        if cfg.backfillpolicy == "FIRSTFIT":
-            for e in sel:
+        started: list[Entry] = []
+        if cfg.backfillpolicy == "FIRSTFIT" and not limit and not cfg.rejectnegpriojobs:
+            _first_fit(s, reserved, dur, win, left, base, started, now)
+        elif cfg.backfillpolicy == "FIRSTFIT":
+            for e in _select(s, reserved, size, dur, limit):
                 if _try(s, e, win, left, base, now):
                     started.append(e)
         else:
-            pool = list(sel)
+            pool = _select(s, reserved, size, dur, limit)
             while pool:            # the largest metric among the jobs that fit, first in priority order
                 best, best_v, best_ivs = None, 0.0, None
                 for e in pool:
@@ -75,6 +71,33 @@ def backfill(s: Maui, reserved: set[str], now: float) -> bool:
             if not _any(main, idle, reserved):
                 return True
     return any_started
+
+
+def _select(s: Maui, reserved: set[str], size: int, dur: float, limit: int) -> list[Entry]:
+    """The window's candidates (MBF.c ``MBFFirstFit``/``MBFBestFit`` on MQueue.c ``MQueueSelectJobs``'s list):
+    unreserved jobs within the hard limits with q <= ``size`` and p̃ <= ``dur``, in priority order, the
+    first BACKFILLDEPTH (``limit``; 0: all) of them."""
+    sel = []
+    for e in s.wq.main.scan(ScanState(size, dur, -1.0)):
+        if e.id not in reserved and not s._held(e, s.info[e.id], hard=True):
+            sel.append(e)
+            if limit and len(sel) >= limit:
+                break
+    return sel
+
+
+def _first_fit(s: Maui, reserved: set[str], dur: float, win: Intervals, left: list[int], base: int,
+               started: list[Entry], now: float) -> None:
+    """MBF.c ``MBFFirstFit`` over :func:`_select`'s candidates without BACKFILLDEPTH, selected and tried in
+    one scan of the queue index: a job larger than the window's machines still idle cannot start, and
+    without a depth it counts for nothing, so the scan skips it (``st.free``: those machines).  Checking
+    the hard limits at the try only is the same: they only tighten as jobs start, and nothing else that
+    :meth:`~batfeed.schedulers.maui_core.MauiCore._held` reads changes (no REJECTNEGPRIOJOBS here)."""
+    st = ScanState(left[0], dur, -1.0)
+    for e in s.wq.main.scan(st):
+        if e.id not in reserved and not s._held(e, s.info[e.id], hard=True) and _try(s, e, win, left, base, now):
+            started.append(e)
+            st.free = left[0]
 
 
 def _any(main: QueueIndex, idle: int, reserved: set[str]) -> bool:

@@ -69,6 +69,9 @@ class MauiCore(BackfillScheduler):
         self._creds: dict[tuple[str, str], Cred | None] = {}
         self.use_cls: dict[str, list[int]] = {}                # class -> [machines, jobs] running
         self.use_user: dict[tuple[str, str], list[int]] = {}   # (class, user) -> [machines, jobs]
+        # kept only when a CLASSCFG limit reads them (_held)
+        self._class_use = any(c.maxjob is not None or c.maxnode is not None or c.maxjobperuser is not None
+                              or c.maxnodeperuser is not None for c in cfg.classes.values())
         self.use_cred: dict[tuple[str, str], Use] = {}         # (kind, name) with a limit -> running jobs
         self.run_info: dict[str, tuple[JobInfo, int, float]] = {}   # running: info, machines, walltime end
         self.nodesets: dict[str, Intervals] = {}               # class -> HOSTLIST machines
@@ -227,9 +230,11 @@ class MauiCore(BackfillScheduler):
         super().launch(e, ivs, now)
         info = self.info[e.id]
         self.run_info[e.id] = (info, e.q, now + e.p)
-        for u in (self.use_cls.setdefault(info.cls, [0, 0]), self.use_user.setdefault((info.cls, info.user), [0, 0])):
-            u[0] += e.q
-            u[1] += 1
+        if self._class_use:
+            for u in (self.use_cls.setdefault(info.cls, [0, 0]),
+                      self.use_user.setdefault((info.cls, info.user), [0, 0])):
+                u[0] += e.q
+                u[1] += 1
         for key, _ in info.cred_limits:
             self.use_cred.setdefault(key, Use()).add(e.q, now + e.p)
         self.fs.start(info.keys, e.q, now)
@@ -262,9 +267,10 @@ class MauiCore(BackfillScheduler):
         got = self.run_info.pop(job.id, None)
         if got is not None:
             info, q, end = got
-            for u in (self.use_cls[info.cls], self.use_user[(info.cls, info.user)]):
-                u[0] -= q
-                u[1] -= 1
+            if self._class_use:
+                for u in (self.use_cls[info.cls], self.use_user[(info.cls, info.user)]):
+                    u[0] -= q
+                    u[1] -= 1
             for key, _ in info.cred_limits:
                 self.use_cred[key].remove(q, end)
             self.fs.stop(info.keys, q, self.bs.time())
