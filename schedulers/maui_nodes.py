@@ -21,13 +21,9 @@ What the count-based model of the shared profile simplifies, following Maui's so
   (FIRSTFIT), or the one with the largest BACKFILLMETRIC first, repeatedly (BESTFIT); the next window
   is built from the nodes left idle.
 
-Which nodes a job gets follows NODEALLOCATIONPOLICY (MSched.c ``MJobAllocMNL``, :meth:`Plan.pick_now`,
-:meth:`Plan.pick_at`): FIRSTAVAILABLE the lowest-index nodes, LASTAVAILABLE (Maui's default) the idle
-nodes free the longest first, then the highest-index ones, MINRESOURCE and CPULOAD the highest-index
-ones (batfeed's machines are identical single-processor nodes).  The plan works on machine
-intervals (resources.py) - the free machines, the running jobs of the shared profile with their
-planned ends, the iteration's reservations (S, S + p̃, machines) and the maintenance windows - so an
-iteration costs what its jobs and reservations touch, not the platform's size.
+Which nodes a job gets follows NODEALLOCATIONPOLICY (MSched.c ``MJobAllocMNL``: :meth:`Plan.pick_now`,
+:meth:`Plan.pick_at`).  The plan works on machine intervals (resources.py; free machines, running jobs,
+reservations, windows): an iteration costs what its jobs and reservations touch, not the platform's size.
 """
 
 from __future__ import annotations
@@ -54,8 +50,7 @@ INF = float("inf")
 
 @dataclass(slots=True)
 class Memo:
-    """A reservation :meth:`Plan._earliest_counts` computed, and the state it holds for (updated in place
-    by :meth:`Plan.starting`/:meth:`Plan.started`)."""
+    """A reservation :meth:`Plan._earliest_counts` computed and the state it holds for (kept by ``starting``)."""
 
     q: int                  # the machines asked for
     version: int            # the profile's version (the running jobs)
@@ -201,8 +196,7 @@ class Plan:
         # (windows' down machines are merged in by earliest())
 
     def earliest(self, q: int, p: float, now: float, allowed: Intervals | None) -> tuple[float, Intervals]:
-        """Earliest S >= now with q machines free during [S, S + p̃) and the q lowest of them
-        (MJobGetEStartTime); (inf, []) if never."""
+        """Earliest S >= now with q machines free during [S, S + p̃), its machines (MJobGetEStartTime); (inf, [])."""
         if allowed is None and not self.blocks and not self.s.unavailable:
             return self._earliest_counts(q, p, now)
         return self._earliest_walk(q, p, now, allowed)
@@ -321,8 +315,7 @@ class Plan:
         m.first_end = min(m.first_end, end)
 
     def windows(self, now: float) -> Iterator[tuple[float, Intervals]]:
-        """MBFGetWindow: (duration, idle machines) of each backfill window, built from the machines
-        still idle when it is asked for."""
+        """MBFGetWindow: (duration, idle machines) of each backfill window, from the machines still idle then."""
         prev = 0.0
         free = self.s.free
         live = [(st - now, ivs) for st, en, ivs in self.blocks if en > now]
