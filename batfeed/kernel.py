@@ -36,8 +36,10 @@ from typing import Any
 #: One group: they call each other natively.  The scheduler classes themselves (``easy``, ``backfill``,
 #: ``base``, ``fcfs``, ``conservative``) stay interpreted pybatsim classes (measured: under 1 %, and
 #: mypyc's non-native classes reject interpreted subclasses); their decision passes are functions of
-#: ``passes`` (FCFS, EASY) and methods of ``reservations.Plan`` (conservative), compiled.  So are Maui's node mechanics (``maui_nodes``, ``maui_pick``, ``maui_backfill``,
-#: ``maui_order``: ``Plan`` and ``Order`` native, the scheduler's own state read as Python attributes).
+#: ``passes`` (FCFS, EASY) and methods of ``reservations.Plan`` (conservative), compiled.  So are Maui's
+#: node mechanics (``maui_nodes``, ``maui_pick``, ``maui_backfill``, ``maui_order``: ``Plan`` and ``Order``
+#: native, the scheduler's own state read as Python attributes), the what-if replays of ``tuned_easy``
+#: (``replay``) and the reading of workload files (``workload_file``).
 MYPYC_MODULES: tuple[str, ...] = (
     "batfeed.engine.actors",
     "batfeed.engine.clock",
