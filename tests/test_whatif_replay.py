@@ -98,3 +98,25 @@ def kth_small(tmp_path_factory):
 
     conv = convert_swf(KTH, tmp_path_factory.mktemp("kth1500"), max_jobs=1500, name="kth1500")
     return conv.platform_path, conv.workload_path
+
+
+@pytest.mark.parametrize("strategy", ["full", "noisy"])
+def test_a_tuned_run_is_the_same_with_either_replay(kth_small, tmp_path, monkeypatch, strategy):
+    """End to end: tuned_easy on KTH-SP2's first 1,500 jobs writes the same _jobs.csv and tuning log whether
+    its what-if replays run lean or on the engine (and the lean run really replayed without the engine)."""
+    made: list[WhatIf] = []
+    original = WhatIf.__init__
+
+    def init(self, nb, options, lean=True):
+        original(self, nb, options, lean=forced)
+        made.append(self)
+    monkeypatch.setattr(WhatIf, "__init__", init)
+    out = {}
+    for forced in (True, False):
+        prefix = tmp_path / ("lean" if forced else "engine")
+        run_simulation(kth_small[0], [kth_small[1]], scheduler="tuned_easy", export=prefix,
+                       options={"period": "day", "strategy": strategy, "seed": 3})
+        out[forced] = [(tmp_path / f"{prefix.name}{suffix}").read_bytes() for suffix in ("_jobs.csv", "_tuning.csv")]
+    lean, engine = made
+    assert lean.replays > 0 and lean.on_engine == 0 and engine.on_engine == engine.replays == lean.replays
+    assert out[True] == out[False]
