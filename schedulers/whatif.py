@@ -103,18 +103,24 @@ class WhatIf:
         self.easy = Easy
         self.replays = 0
         self.skipped = 0
-        self.lean = lean
+        # lean only where Easy.schedule runs its pass (count reservations, no planned window, no traced
+        # reservation): the condition of Easy.schedule, read from a scheduler with these options
+        probe = Easy(self.options)
+        self.lean = lean and probe._pass and not probe.windows and not probe.trace_reservations
         self.on_engine = 0                     # replays run on the engine (the others: lean)
 
     def waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
         """Each job's wait (input order; NaN if the replay rejected it) under EASY(``policy``, Θ)."""
-        lean = self._lean(jobs)
-        if lean is not None:
-            return self._lean_waits(jobs, lean, policy)
-        return self._engine_waits(jobs, policy)
+        return self._waits(jobs, policy, self._lean(jobs))
 
-    def _engine_waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
-        """:meth:`waits` on the engine (the reference of :mod:`replay`)."""
+    def _waits(self, jobs: Sequence[PastJob], policy: str, lean: tuple[list[ReplayJob], list[float]] | None
+               ) -> list[float]:
+        """:meth:`waits`, lean with ``lean`` (:meth:`_lean`'s jobs and durations), else on the engine."""
+        if lean is not None:
+            sched = self.easy({**self.options, "policy": policy})
+            starts = easy_starts(lean[0], lean[1], self.nb_machines, sched.wq, sched.profile)
+            self.replays += 1
+            return [s - float(j.subtime) for s, j in zip(starts, jobs, strict=True)]
         wl = _workload(jobs)
         order = list(wl.jobs)                  # Simulator.run lets go of the workload's jobs
         sim = _Replay(self.nb_machines, [wl])
@@ -124,9 +130,9 @@ class WhatIf:
         return [j.start - j.subtime if j.start >= 0 else float("nan") for j in order]
 
     def _lean(self, jobs: Sequence[PastJob]) -> tuple[list[ReplayJob], list[float]] | None:
-        """The jobs and their durations for :func:`replay.easy_starts`, or None when the engine must replay them
-        (times that are not whole seconds, batsched's machine reservations, planned windows, ``lean`` off)."""
-        if not self.lean or self.options.get("reservation", "count") != "count" or self.options.get("maintenance"):
+        """The jobs and their durations for :func:`replay.easy_starts`, or None when the engine must replay
+        them (times that are not whole seconds, or no lean replay for these options)."""
+        if not self.lean:
             return None
         subs = [float(j.subtime) for j in jobs]
         runs = [float(j.runtime) for j in jobs]
@@ -137,28 +143,22 @@ class WhatIf:
                for i, (j, s, w) in enumerate(zip(jobs, subs, walls, strict=True))]
         return out, [min(r, w) if w > 0 else r for r, w in zip(runs, walls, strict=True)]
 
-    def _lean_waits(self, jobs: Sequence[PastJob], lean: tuple[list[ReplayJob], list[float]],
-                    policy: str) -> list[float]:
-        sched = self.easy({**self.options, "policy": policy})
-        if not sched._pass:                    # a subclass that changes a step of the pass
-            return self._engine_waits(jobs, policy)
-        starts = easy_starts(lean[0], lean[1], self.nb_machines, sched.wq, sched.profile)
-        self.replays += 1
-        return [s - float(j.subtime) for s, j in zip(starts, jobs, strict=True)]
-
     def cost(self, jobs: Sequence[PastJob], policy: str) -> float:
         """Total wait of ``jobs`` replayed alone under EASY(``policy``, Θ) until drained."""
-        return sum(w for w in self.waits(jobs, policy) if w == w)
+        return _total(self.waits(jobs, policy))
 
     def costs(self, jobs: Sequence[PastJob], policies: Sequence[str]) -> list[float]:
         """:meth:`cost` for each policy (0 for all, without simulating, when the jobs never contend)."""
         if not jobs or never_contend(jobs, self.nb_machines):
             self.skipped += len(policies)
             return [0.0] * len(policies)
-        lean = self._lean(jobs)
-        if lean is None:
-            return [self.cost(jobs, p) for p in policies]
-        return [sum(w for w in self._lean_waits(jobs, lean, p) if w == w) for p in policies]
+        lean = self._lean(jobs)                # the jobs made once for the 12 replays
+        return [_total(self._waits(jobs, p, lean)) for p in policies]
+
+
+def _total(waits: list[float]) -> float:
+    """The cost: the waits' sum, rejected jobs (NaN) left out."""
+    return sum(w for w in waits if w == w)
 
 
 def _workload(jobs: Sequence[PastJob]) -> Workload:
