@@ -43,17 +43,22 @@ def _pack(obj: dict[str, Any]) -> Any:
         if type(name) is str:                # one string per profile name, not one per job (17 MB on Curie)
             obj["profile"] = sys.intern(name)
         values = tuple(obj.values())
-        for v in values:
-            t = type(v)
-            if t is dict or t is list or t is tuple:
-                return obj
-        keys = tuple(obj)
-        return (_KEYSETS.setdefault(keys, keys),) + values
+        if _flat(values):
+            keys = tuple(obj)
+            return (_KEYSETS.setdefault(keys, keys),) + values
     return obj
 
 
+def _flat(values: tuple[Any, ...]) -> bool:
+    """No value is an object or an array (a loop: compiled, it beats ``isdisjoint(map(type, ...))``)."""
+    for v in values:
+        t = type(v)
+        if t is dict or t is list or t is tuple:
+            return False
+    return True
+
+
 _KEYSETS: dict[tuple[str, ...], tuple[str, ...]] = {}
-_NESTED = frozenset((dict, list, tuple))
 
 
 def _plain(value: Any) -> Any:
@@ -63,7 +68,7 @@ def _plain(value: Any) -> Any:
     if t is Packed:
         return unpack(value)
     if t is dict:
-        if _NESTED.isdisjoint(map(type, value.values())):
+        if _flat(tuple(value.values())):
             return value
         return {k: _plain(v) for k, v in value.items()}
     if t is list:
