@@ -96,7 +96,7 @@ class Conservative(BackfillScheduler):
         new, wq.new = wq.new, []
         self._ended = False
         self.profile.prune_windows(now)
-        plan.free, plan.trace = self.free, self.trace_reservations
+        plan.trace = self.trace_reservations
         if self._lost:                                      # 1) re-plan from scratch
             plan.replan(now, wq)
         elif self._early:                                   # 1) compression: never later than before
