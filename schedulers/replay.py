@@ -35,18 +35,29 @@ NAN = float("nan")
 
 class ReplayJob:
     """The part of a pybatsim ``Job`` that the queue index and the policies read (a replay's decisions give
-    no allocation: :func:`passes.easy_count` with ``allocation`` False)."""
+    no allocation: :func:`passes.easy_count` with ``allocation`` False).  ``json``: the job's JSON object,
+    or an object whose ``json_dict`` gives it when a registered policy first reads it (an engine job)."""
 
-    __slots__ = ("id", "submit_time", "requested_time", "requested_resources", "json_dict", "index")
+    __slots__ = ("id", "submit_time", "requested_time", "requested_resources", "_json", "index")
 
-    def __init__(self, jid: str, subtime: float, res: int, walltime: float, json_dict: dict[str, Any],
-                 index: int) -> None:
+    def __init__(self, jid: str, subtime: float, res: int, walltime: float, json: Any, index: int) -> None:
         self.id = jid
         self.submit_time = subtime
         self.requested_time = walltime          # -1: none
         self.requested_resources = res
-        self.json_dict = json_dict
+        self._json = json
         self.index = index                      # position in the caller's list
+
+    @property
+    def json_dict(self) -> dict[str, Any]:
+        js = self._json
+        return js if isinstance(js, dict) else js.json_dict
+
+
+def replays(sched: Any) -> bool:
+    """True when an ``Easy`` scheduler decides by its compiled pass alone, as :func:`easy_starts` replays it
+    (``Easy.schedule``'s condition: count reservations, no planned window, no traced reservation)."""
+    return bool(sched._pass and not sched.windows and not sched.trace_reservations)
 
 
 def exact(values: list[float]) -> bool:
@@ -58,14 +69,15 @@ def exact(values: list[float]) -> bool:
 
 
 def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int, wq: WaitQueue,
-                profile: Profile) -> list[float]:
+                profile: Profile, order: list[int] | None = None) -> list[float]:
     """Start time of each job of ``jobs`` (NaN: rejected) under the EASY pass on ``nb_machines`` machines.
 
     ``durations[i]``: how long job i holds its machines (its run time, or its walltime if the run time
-    reaches it); ``wq`` and ``profile``: an ``Easy`` scheduler's, empty."""
+    reaches it); ``wq`` and ``profile``: an ``Easy`` scheduler's, empty; ``order``, if given, receives
+    the started jobs' indexes in the order they start (that of their ends at equal times)."""
     n = len(jobs)
     starts = [NAN] * n
-    order = sorted(jobs, key=_submission_key)
+    subs = sorted(jobs, key=_submission_key)
     free = FreeMachines(nb_machines)
     running: dict[str, Intervals] = {}
     to_start: list[Any] = []
@@ -76,7 +88,7 @@ def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int,
     while k < n or ends:
         t = ends[0][0] if ends else float("inf")
         if k < n:
-            t = min(t, float(order[k].submit_time))
+            t = min(t, float(subs[k].submit_time))
         changed = False
         while ends and ends[0][0] <= t:
             job = heapq.heappop(ends)[2]
@@ -84,8 +96,8 @@ def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int,
             free.release(ivs)
             profile.remove(job.id)
             changed = True
-        while k < n and float(order[k].submit_time) <= t:
-            job = order[k]
+        while k < n and float(subs[k].submit_time) <= t:
+            job = subs[k]
             k += 1
             q = job.requested_resources
             if 0 < q <= nb_machines:
@@ -98,6 +110,8 @@ def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int,
                 starts[i] = t
                 heapq.heappush(ends, (t + durations[i], started, job))
                 started += 1
+                if order is not None:
+                    order.append(i)
             to_start.clear()
     return starts
 

@@ -31,7 +31,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Any, NamedTuple
 
-from batfeed.schedulers.replay import ReplayJob, easy_starts, exact
+from batfeed.schedulers.replay import ReplayJob, easy_starts, exact, replays
 
 from batfeed.api import homogeneous_platform
 from batfeed.engine.direct import DirectDriver
@@ -103,10 +103,8 @@ class WhatIf:
         self.easy = Easy
         self.replays = 0
         self.skipped = 0
-        # lean only where Easy.schedule runs its pass (count reservations, no planned window, no traced
-        # reservation): the condition of Easy.schedule, read from a scheduler with these options
-        probe = Easy(self.options)
-        self.lean = lean and probe._pass and not probe.windows and not probe.trace_reservations
+        # lean only where Easy.schedule runs its pass alone, read from a scheduler with these options
+        self.lean = lean and replays(Easy(self.options))
         self.on_engine = 0                     # replays run on the engine (the others: lean)
 
     def waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:

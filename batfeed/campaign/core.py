@@ -230,5 +230,5 @@ def prepare(camp: Campaign, todo: list[Run], root: Path, note: Callable[[str], N
             resample_load=run.trace.resample_load, resample_rb_npw=run.trace.resample_rb_npw, seed=seed,
             shaken=None if shaken is None else str(shaken),
             tau=camp.tau, window=camp.window,
-            call=f"batfeed campaign {camp.source} (run {run.key})", validate=camp.validate))
+            call=f"batfeed campaign {camp.source} (run {run.key})", validate=camp.validate, lean=camp.lean))
     return tasks

@@ -64,6 +64,7 @@ class RunTask:
     window: tuple[float, float] | None = None
     call: str | None = None
     validate: dict[str, Any] | None = None   # a weekly validation run (weekly.py), not one simulation
+    lean: bool = False                 # EASY runs without the engine where batfeed/lean.py can (same metrics)
 
     @property
     def resampled(self) -> bool:
@@ -127,6 +128,10 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
                                         rb_npw=task.resample_rb_npw, note=note))
     elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken, note=note))
+    if task.lean and not task.users and not task.events:
+        done = _lean(task, workload, tmp, note)
+        if done is not None:
+            return done
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
     result = run_simulation(task.platform, [workload] if workload else [], scheduler=task.scheduler,
                             options=dict(task.options),
@@ -137,7 +142,30 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
         metrics.update(_non_rb_metrics(task, workload, tmp))
     metrics.update({f"users.{k}": v for k, v in (result.user_stats or {}).items()})
     return {"metrics": metrics, "counts": dict(result.counts), "simulated_time": result.simulated_time,
-            "simulation_wall_s": result.wall_time, "workload": workload}
+            "simulation_wall_s": result.wall_time, "workload": workload, "simulation": "engine"}
+
+
+def _lean(task: RunTask, workload: str, tmp: Path, note: Callable[[str], None]) -> dict[str, Any] | None:
+    """The run without the engine (:mod:`batfeed.lean`: the engine's metrics, no Batsim files), or None when
+    it needs the engine (noted in the record)."""
+    from batfeed.campaign.columns import flatten
+    from batfeed.lean import lean_jobs, write_manifest
+    from batfeed.manifest import apply_seed
+    from batfeed.metrics import compute_metrics
+
+    started, t0 = utc_now(), time.perf_counter()
+    options, _ = apply_seed(task.seed, task.scheduler, dict(task.options), None, None)
+    run = lean_jobs(task.platform, [workload], task.scheduler, options)
+    if isinstance(run, str):
+        note(f"simulated on the engine (lean: true): {run}")
+        return None
+    wall = time.perf_counter() - t0
+    write_manifest(tmp / PREFIX, run, platform=task.platform, workload=workload, scheduler=task.scheduler,
+                   options=options, seed=task.seed, call=task.call or "batfeed.lean.lean_jobs", started=started,
+                   wall_s=wall)
+    metrics = flatten(compute_metrics(run.jobs, tau=task.tau, window=task.window, nb_resources=run.nb_machines))
+    return {"metrics": metrics, "counts": run.counts, "simulated_time": run.simulated_time,
+            "simulation_wall_s": wall, "workload": workload, "simulation": "lean"}
 
 
 def _non_rb_metrics(task: RunTask, workload: str, tmp: Path) -> dict[str, Any]:

@@ -100,6 +100,7 @@ class Campaign:
     suffix: str = ".json"
     sha256: str = ""
     validate: dict[str, Any] | None = None    # weekly validation runs (weekly.py): weeks, plots
+    lean: bool = False              # EASY runs without the engine where they can (batfeed/lean.py)
 
 
 def at(*parts: str | int) -> str:

@@ -29,7 +29,7 @@ from batfeed.campaign.grids import check_schedulers, check_users
 from batfeed.campaign.model import Campaign, CampaignError, Checker, at, close
 
 TOP_KEYS = ("name", "description", "output", "traces", "platforms", "schedulers", "users", "seeds", "metrics",
-            "tau", "window", "exclude", "validate")
+            "tau", "window", "exclude", "validate", "lean")
 DEFAULT_METRICS = ("nb_jobs", "nb_rejected", "nb_killed", "nb_walltime", "wait.mean", "wait.p90", "wait.max",
                    "bounded_slowdown.mean", "bounded_slowdown.max", "utilisation", "makespan", "throughput_per_hour")
 USER_METRICS = ("lateness.mean_s", "lateness.relative", "lateness.delta_s")   # added when a run has a user model
@@ -143,13 +143,16 @@ def load_spec(spec: str | Path | Mapping[str, Any], base: str | Path | None = No
         metrics = check_metrics(c, data.get("metrics"))
     else:
         metrics = _metrics(c, data.get("metrics"), any(u.model for u in users))
+    lean = data.get("lean", False)
+    if not isinstance(lean, bool):
+        raise c.fail("lean", f"must be true or false, got {json.dumps(lean, default=str)}")
     output = data.get("output")
     if output is not None and (not isinstance(output, str) or not output):
         raise c.fail("output", f"must be a directory path, got {json.dumps(output, default=str)}")
     camp = Campaign(name=name, source=source, base=c.base, traces=traces, platforms=platforms,
                     schedulers=schedulers, users=users, seeds=seeds, metrics=metrics, tau=tau, window=window,
                     output=None if output is None else c.base / os.path.expanduser(output), text=text, suffix=suffix,
-                    sha256=hashlib.sha256(text.encode()).hexdigest(), validate=weekly)
+                    sha256=hashlib.sha256(text.encode()).hexdigest(), validate=weekly, lean=lean)
     camp.exclude = check_exclude(c, data.get("exclude", []), camp)
     return camp
 

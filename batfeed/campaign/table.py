@@ -25,6 +25,7 @@ from batfeed.campaign.columns import flatten
 from batfeed.campaign.execute import PREFIX
 from batfeed.campaign.expand import Run, spec_columns
 from batfeed.campaign.model import Campaign
+from batfeed.errors import BatfeedError
 
 WALL_CLOCK_COLUMNS = ("wall_s",)
 
@@ -40,6 +41,9 @@ def _metrics_of(record: dict[str, Any], camp: Campaign, run_dir: Path) -> dict[s
         return record.get("metrics") or {}
     from batfeed.metrics import compute_metrics
 
+    if record.get("simulation") == "lean":
+        raise BatfeedError(f"{run_dir}: a lean run (no _jobs.csv) cannot give its metrics for another tau or "
+                           "window: remove the directory and run the campaign again without lean: true")
     kept = {k: v for k, v in (record.get("metrics") or {}).items() if k.startswith("users.")}   # not from jobs
     return {**flatten(compute_metrics(run_dir / f"{PREFIX}_jobs.csv", tau=camp.tau, window=camp.window)), **kept}
 

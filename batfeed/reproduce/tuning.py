@@ -10,7 +10,8 @@ EASY-Backfilling using Queue Reordering Policies* (models.md §A), in two named 
 
 Each configuration is a campaign (resumable: a second invocation reuses every finished run) in
 ``OUT/CONFIG``: every log cleaned with the paper's extra filter (``filter = "tune"``), R resamples
-(seeds 1..R), EASY(P, Θ) for the 12 policies and ``tuned_easy`` for random, full, noisy, bandit ×
+(seeds 1..R), EASY(P, Θ) for the 12 policies (without the engine: :mod:`batfeed.lean`, unless
+``--engine``) and ``tuned_easy`` for random, full, noisy, bandit ×
 week, day.  Printed and written to ``OUT/CONFIG/tables.md``: each cell as paper · batfeed pooled
 [10 %, 90 %] · verdict (:mod:`batfeed.reproduce.tuning_tables`).
 
@@ -73,8 +74,9 @@ CONFIGS = {
 
 
 def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], strategies: list[tuple[str, str]],
-             name: str) -> dict[str, Any]:
-    """The campaign of one configuration (a mapping :func:`batfeed.campaign.load_spec` checks)."""
+             name: str, lean: bool = True) -> dict[str, Any]:
+    """The campaign of one configuration (a mapping :func:`batfeed.campaign.load_spec` checks); ``lean``: the
+    fixed policies run without the engine (:mod:`batfeed.lean`, the same metrics)."""
     entries = []
     for tname, path in traces:
         entry: dict[str, Any] = {"name": tname, "path": path, "filter": "tune"}
@@ -89,7 +91,7 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
             **config.easy_options(), "strategy": list(dict.fromkeys(s for s, _ in strategies)),
             "period": list(dict.fromkeys(p for _, p in strategies))}})
     return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
-            "traces": entries, "schedulers": schedulers}
+            "traces": entries, "schedulers": schedulers, "lean": lean}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -105,6 +107,8 @@ def parser() -> argparse.ArgumentParser:
                                                         "obps; the 2018 workflow used SPF)")
     p.add_argument("--resample", choices=["weekly", "permute", "none"], help="override the configuration's resampler")
     p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
+    p.add_argument("--engine", action="store_true", help="run the fixed policies on the engine too (default: "
+                                                         "lean, without it: batfeed/lean.py, the same metrics)")
     return p
 
 
@@ -140,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             c = replace(c, resample=args.resample, weeks=c.weeks or 104)
         if c.resample == "weekly" and (args.weeks is not None or quick):
             c = replace(c, weeks=args.weeks if args.weeks is not None else 26)
-        spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}")
+        spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}", lean=not args.engine)
         table = run_campaign(load_spec(spec, base=REPO), out / key, workers=args.workers, executor=args.executor,
                              scheduler_address=args.scheduler_address, dry_run=args.summary_only, log=print)
         text = report(table, [t for t, _ in traces], f"{key}: {c.describe()}, R = {r}")
