@@ -76,18 +76,18 @@ def _lean(platform: str | Path, workloads: list[str | Path], scheduler: str,
     if not isinstance(EngineState(plat, []).timers, ExactTimers):
         return f"{platform}: messages take time on this platform (links): the engine's dates are SimGrid's"
     wl = load_workload(workloads[0], "w0")
-    jobs, durations, rets = [], [], []
+    jobs, subs, delays, walls, rets = [], [], [], [], []
     for i, j in enumerate(wl.jobs):
         if j.prof.type != "delay":
             return f"job {j.id}: a {j.prof.type} profile (lean runs replay delay jobs)"
         jobs.append(ReplayJob(j.id, j.subtime, j.requested_resources, j.walltime, j, i))   # JSON: if read
-        durations.append(j.prof.work)
+        subs.append(j.subtime)
+        delays.append(j.prof.work)
+        walls.append(j.walltime)
         rets.append(j.prof.ret)
-    sub = np.array([j.subtime for j in wl.jobs], dtype=np.float64)
-    wall = np.array([j.walltime for j in wl.jobs], dtype=np.float64)
-    delay = np.array(durations, dtype=np.float64)
-    if not (exact(sub.tolist()) and exact(delay.tolist()) and exact(wall.tolist())):
+    if not (exact(subs) and exact(delays) and exact(walls)):
         return "a submission time, delay or walltime is not a whole number of seconds"
+    sub, wall, delay = (np.array(v, dtype=np.float64) for v in (subs, walls, delays))
     killed = (wall > 0) & (wall <= delay)               # do_delay_task: the walltime ends the delay
     held = np.where(killed, wall, delay)
     order: list[int] = []
@@ -99,36 +99,39 @@ def _lean(platform: str | Path, workloads: list[str | Path], scheduler: str,
 def _table(jobs: list[Any], sub: np.ndarray, wall: np.ndarray, held: np.ndarray, killed: np.ndarray,
            rets: np.ndarray, start: np.ndarray, order: list[int], nb: int) -> LeanRun:
     """The table of the ``_jobs.csv`` columns the metrics read: started jobs in the order they end (ends at
-    one date in start order, as the engine's sleeps), then the rejected ones."""
+    one date in start order, as the engine's sleeps), then the rejected ones (their times empty)."""
     ran = np.array(order, dtype=np.int64)
-    ends = start[ran] + held[ran]
-    ran = ran[np.lexsort((np.arange(len(ran)), ends))]
+    ran = ran[np.lexsort((np.arange(len(ran)), start[ran] + held[ran]))]
     rejected = np.flatnonzero(np.isnan(start))
+    rows = np.concatenate([ran, rejected])
     runtime = np.where(held[ran] == 0, 1e-5, held[ran])    # Batsim: "computed in null time", epsilon
     st, sb = start[ran], sub[ran]
     finish = st + runtime
     turnaround = finish - sb
     state = np.where(killed[ran], WALLTIME, np.where(rets[ran] == 0, SUCCESS, FAILED))
-    n_ran = len(ran)
+    empty = np.full(len(rejected), np.nan)
+
+    def ran_only(values: np.ndarray) -> np.ndarray:
+        return np.concatenate([values, empty])
+
     frame = pd.DataFrame({
-        "job_id": [jobs[i].name for i in ran] + [jobs[i].name for i in rejected],
-        "submission_time": np.concatenate([sb, sub[rejected]]),
-        "requested_number_of_resources": [jobs[i].requested_resources for i in ran]
-        + [jobs[i].requested_resources for i in rejected],
-        "requested_time": np.concatenate([wall[ran], wall[rejected]]),
+        "job_id": [jobs[i].name for i in rows],
+        "submission_time": sub[rows],
+        "requested_number_of_resources": [jobs[i].requested_resources for i in rows],
+        "requested_time": wall[rows],
         "final_state": np.concatenate([state, np.full(len(rejected), REJECTED)]),
-        "starting_time": np.concatenate([st, np.full(len(rejected), np.nan)]),
-        "execution_time": np.concatenate([_csv(runtime), np.full(len(rejected), np.nan)]),
-        "finish_time": np.concatenate([_csv(finish), np.full(len(rejected), np.nan)]),
-        "waiting_time": np.concatenate([st - sb, np.full(len(rejected), np.nan)]),
-        "turnaround_time": np.concatenate([_csv(turnaround), np.full(len(rejected), np.nan)]),
-        "stretch": np.concatenate([_csv(turnaround / runtime), np.full(len(rejected), np.nan)]),
-        "allocated_resources": [""] * (n_ran + len(rejected)),
+        "starting_time": ran_only(st),
+        "execution_time": ran_only(_csv(runtime)),
+        "finish_time": ran_only(_csv(finish)),
+        "waiting_time": ran_only(st - sb),
+        "turnaround_time": ran_only(_csv(turnaround)),
+        "stretch": ran_only(_csv(turnaround / runtime)),
+        "allocated_resources": [""] * len(rows),
     })
     counts = {"submitted": len(jobs), **{s.lower(): 0 for s in FINAL_STATES}}      # EngineState's result
     for s, c in zip(*np.unique(frame["final_state"].to_numpy(dtype=str), return_counts=True), strict=True):
         counts[str(s).lower()] = int(c)
-    last = max(float(np.max(finish)) if n_ran else 0.0, float(np.max(sub)) if len(sub) else 0.0)
+    last = max(float(np.max(finish)) if len(ran) else 0.0, float(np.max(sub)) if len(sub) else 0.0)
     return LeanRun(frame, nb, counts, last)
 
 
