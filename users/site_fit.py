@@ -244,9 +244,11 @@ def fit_p_cont(resp_min: Any, continued: Any, edges: tuple[float, ...] = P_CONT_
     y = np.array([b[1] for b in bins])
 
     def sse(logb: float) -> tuple[float, float]:
+        # math.fsum, not BLAS's dot: OpenBLAS picks its kernel by CPU (Haswell, SkylakeX, ...), and the flat
+        # optimum moved the fitted a, b in their 9th digit from one machine to another.
         f = 1.0 / (math.exp(logb) * x + 1.0)
-        a = float(f @ y / (f @ f))
-        return float(((a * f - y) ** 2).sum()), a
+        a = math.fsum(f * y) / math.fsum(f * f)
+        return math.fsum((a * f - y) ** 2), a
 
     grid = np.linspace(math.log(1e-5), math.log(1e2), 1401)
     k = int(np.argmin([sse(g)[0] for g in grid]))
