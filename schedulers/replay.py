@@ -69,14 +69,20 @@ def exact(values: list[float]) -> bool:
 
 
 def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int, wq: WaitQueue,
-                profile: Profile, order: list[int] | None = None) -> list[float]:
+                profile: Profile, order: list[int] | None = None,
+                queued: list[ReplayJob] | None = None) -> list[float]:
     """Start time of each job of ``jobs`` (NaN: rejected) under the EASY pass on ``nb_machines`` machines.
 
     ``durations[i]``: how long job i holds its machines (its run time, or its walltime if the run time
     reaches it); ``wq`` and ``profile``: an ``Easy`` scheduler's, empty; ``order``, if given, receives
-    the started jobs' indexes in the order they start (that of their ends at equal times)."""
+    the started jobs' indexes in the order they start (that of their ends at equal times).
+
+    ``queued``: jobs already waiting when the replay begins (ocst's what-if, ``whatif`` "started"): queued
+    in this order at the first submission of ``jobs``, before the jobs submitted then, whatever their own
+    submission times (a policy still keys them by those); nothing is replayed when ``jobs`` is empty.  The
+    indexes of all the jobs number ``jobs`` and ``queued`` together (the list returned is that long)."""
     n = len(jobs)
-    starts = [NAN] * n
+    starts = [NAN] * (n + (len(queued) if queued else 0))
     subs = sorted(jobs, key=_submission_key)
     free = FreeMachines(nb_machines)
     running: dict[str, Intervals] = {}
@@ -96,6 +102,12 @@ def easy_starts(jobs: list[ReplayJob], durations: list[float], nb_machines: int,
             free.release(ivs)
             profile.remove(job.id)
             changed = True
+        if queued:                                        # the first instant: the queue the replay begins with
+            for job in queued:
+                if 0 < job.requested_resources <= nb_machines:
+                    wq.push(job, t, None)
+                    changed = True
+            queued = None
         while k < n and float(subs[k].submit_time) <= t:
             job = subs[k]
             k += 1

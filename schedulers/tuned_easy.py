@@ -12,7 +12,14 @@ choice; the choices of a gap of empty periods collapse into one) by ``strategy``
   replayed alone under EASY(P_i, Θ) from an empty machine until drained with their actual run
   times (:mod:`whatif`, in-process on batfeed's engine, so this file also runs behind a real
   Batsim); cumulative cost w(→T; P_i) = Σ_{t<T} λ^{T−1−t} w(t; P_i) (λ: ``discount``), and P_T =
-  argmin (lowest index in ``policies`` on ties).  Empty periods cost 0.
+  argmin (lowest index in ``policies`` on ties).  Empty periods cost 0.  That is the paper's text
+  (``whatif_jobs: "submitted"``).  The authors' code replays another set (``whatif_jobs: "started"``;
+  ocst, branch obps-article, ``bandit.ml`` ``MakeSimulationSelector``, run by obps's ``bandit-onpolicy
+  --clairvoyant``): the jobs *started* since the last choice, resubmitted at their submission times,
+  plus the jobs *waiting* at the choice, already queued when the replay's first job is submitted (so one
+  may start before its own submission: its wait counts negative), from an empty machine until drained;
+  the cost is all their waits, and nothing is replayed (cost 0) when no job started.  The choice is then
+  made after the message's events (ocst chooses in its reordering, after the instant's submissions).
 - ``noisy``: the same, each period's cost of each policy multiplied by ρ ~ U[0.8, 1.2] (one draw
   per evaluated period and policy, in the order of ``policies``).
 - ``bandit``: ε-greedy on the waits observed under the policy actually used: jobs started
@@ -37,7 +44,7 @@ A job without a delay profile stops a ``full``/``noisy`` run with a one-line err
 
 ``log``: a CSV file with one row per choice (period 0 included): ``period``, ``start`` (kΔ),
 ``time`` (the message that switched), ``policy``, ``evaluated`` (the period whose outcome was
-used), ``jobs`` (its jobs: submitted for full/noisy, observed for bandit), ``explored`` (bandit),
+used), ``jobs`` (its jobs: replayed for full/noisy, observed for bandit), ``explored`` (bandit),
 then per policy P: ``cost_P``, ``rho_P`` (noisy), ``cum_P`` (full/noisy) or ``sum_P``, ``n_P``,
 ``est_P`` (bandit, after the update).  Rows are buffered (written every 1024 rows and at the end).
 When batfeed exports a run to PREFIX and ``log`` is not given, it is ``PREFIX_tuning.csv``.
@@ -66,6 +73,7 @@ PERIODS = {"day": 86400.0, "week": 604800.0}
 STRATEGIES = ("full", "noisy", "bandit", "random")
 TUNE_POLICIES = ("FCFS", "LCFS", "SPF", "LPF", "LQF", "SQF", "LEXP", "SEXP", "LRF", "SRF", "LAF", "SAF")
 FLUSH_ROWS = 1024
+WHATIF_JOBS = ("submitted", "started")
 LOG_COLUMNS = ("period", "start", "time", "policy", "evaluated", "jobs", "explored")
 LOG_GROUPS = {"full": ("cost", "cum"), "noisy": ("cost", "rho", "cum"), "bandit": ("sum", "n", "est"), "random": ()}
 
@@ -90,6 +98,10 @@ class TunedEasy(Easy):
                maximum=1),
         Option("bandit_jobs", "choice", "started", "bandit: the jobs whose waits are observed in a period",
                choices=("started", "finished")),
+        Option("whatif_jobs", "choice", "submitted", "full/noisy: the jobs a what-if replays: submitted (the paper: "
+               "those submitted in the past period, alone) or started (the authors' code: those started since the "
+               "last choice, plus the jobs waiting at the choice, queued from the replay's first instant)",
+               choices=WHATIF_JOBS),
         Option("seed", "number", 0, "seed of numpy.random.default_rng (noisy, bandit, random)", minimum=0,
                integer=True),
         Option("log", "string", None, "CSV file, one row per period: the choice and its costs or estimates "
@@ -117,6 +129,7 @@ class TunedEasy(Easy):
         self.seen_wait, self.seen_jobs = 0.0, 0          # bandit: observed this period
         self.waits: dict[str, float] = {}                # bandit "finished": wait of each running job
         self.feedback = self.strategy in ("full", "noisy")
+        self.from_queue = self.feedback and o["whatif_jobs"] == "started"   # the authors' what-if (docstring)
         self.observe = "" if self.strategy != "bandit" else o["bandit_jobs"]
         self.whatif: WhatIf | None = None
         self.whatif_s = 0.0                              # wall time spent in what-if replays
@@ -133,25 +146,38 @@ class TunedEasy(Easy):
             o = self.opts
             self.whatif = WhatIf(self.nb_machines, {"theta": o["theta"], "reservation": o["reservation"],
                                                     "backfill_policy": o["backfill_policy"], "ties": o["ties"]})
+            if self.from_queue and not self.whatif.lean:
+                raise OptionError(f"option 'whatif_jobs' for {type(self).__name__}: 'started' replays a queue, "
+                                  "which needs EASY's count reservations (reservation 'count')")
         self._record_choice(0, 0.0, None, {})
 
     def onBeforeEvents(self) -> None:
-        if self.bs.time() >= self.boundary:
+        if not self.from_queue and self.bs.time() >= self.boundary:
             self.switch(self.bs.time())
+
+    def onNoMoreEvents(self) -> None:
+        """whatif_jobs "started" chooses here, after the message's events (ocst chooses in its reordering,
+        once the instant's submissions are queued), before EASY's decision."""
+        if self.from_queue and self.bs.time() >= self.boundary:
+            self.switch(self.bs.time())
+        super().onNoMoreEvents()
 
     def on_submit(self, job: Job) -> None:
         super().on_submit(job)
-        if self.feedback:
-            self.past.append(PastJob(job.id, job.submit_time, job.requested_resources, self._runtime(job),
-                                     job.requested_time, job.json_dict))
+        if self.feedback and not self.from_queue:
+            self.past.append(self._past(job))
 
     def schedule(self) -> None:
-        """EASY's decision (its compiled pass, :mod:`passes`); bandit then observes the waits of the jobs it started."""
-        if not self.observe:
+        """EASY's decision (its compiled pass, :mod:`passes`); then bandit observes the waits of the jobs it
+        started, and whatif_jobs "started" keeps them for the next what-if."""
+        if not self.observe and not self.from_queue:
             super().schedule()
             return
         n0 = len(self._to_start)
         super().schedule()
+        if self.from_queue:
+            self.past += [self._past(job) for job in self._to_start[n0:]]
+            return
         now = self.bs.time()
         for job in self._to_start[n0:]:          # in start order, as EASY launched them
             wait = now - float(job.submit_time)   # Entry.r
@@ -191,7 +217,8 @@ class TunedEasy(Easy):
         if self.feedback:
             assert self.whatif is not None
             t0 = time.perf_counter()
-            costs = self.whatif.costs(self.past, self.candidates)
+            queued = self._queued() if self.from_queue else []
+            costs = self.whatif.costs(self.past, self.candidates, queued)
             self.whatif_s += time.perf_counter() - t0
             info["cost"] = costs
             if self.strategy == "noisy":
@@ -201,7 +228,7 @@ class TunedEasy(Easy):
             self.cum = [decay * (self.lam * s + c) for s, c in zip(self.cum, costs, strict=True)]
             info["cum"] = self.cum
             choice = _argmin(self.cum)
-            jobs = len(self.past)
+            jobs = len(self.past) + len(queued)
         elif self.strategy == "bandit":
             used = self.candidates.index(self.policy) if self.policy in self.candidates else -1
             self.sums = [decay * (self.lam * s + (self.seen_wait if i == used else 0.0))
@@ -225,6 +252,14 @@ class TunedEasy(Easy):
             self._idle = None
             self._changed = True       # the order changed: this message gets a decision under P_t
         self._record_choice(k, now, evaluated, info, jobs, explored)
+
+    def _past(self, job: Job) -> PastJob:
+        return PastJob(job.id, job.submit_time, job.requested_resources, self._runtime(job), job.requested_time,
+                       job.json_dict)
+
+    def _queued(self) -> list[PastJob]:
+        """The waiting jobs, in the order they were queued (ocst's waiting list, whose ties the replay keeps)."""
+        return [self._past(e.job) for e in sorted(self.wq.ordered(), key=lambda e: e.seq)]
 
     def _runtime(self, job: Job) -> float:
         prof = getattr(job, "profile_dict", None)

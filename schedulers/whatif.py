@@ -39,8 +39,12 @@ from batfeed.engine.machines import Machines
 from batfeed.engine.platform import Platform
 from batfeed.engine.simulator import Simulator
 from batfeed.engine.workload import Job, Profile, Workload, r6
+from batfeed.errors import InputError
 
 __all__ = ["PastJob", "WhatIf", "never_contend"]
+
+
+_Lean = tuple[list[ReplayJob], list[float], list[ReplayJob] | None]   # jobs, durations (all), queued jobs
 
 
 class PastJob(NamedTuple):
@@ -107,18 +111,23 @@ class WhatIf:
         self.lean = lean and replays(Easy(self.options))
         self.on_engine = 0                     # replays run on the engine (the others: lean)
 
-    def waits(self, jobs: Sequence[PastJob], policy: str) -> list[float]:
-        """Each job's wait (input order; NaN if the replay rejected it) under EASY(``policy``, Θ)."""
-        return self._waits(jobs, policy, self._lean(jobs))
+    def waits(self, jobs: Sequence[PastJob], policy: str, queued: Sequence[PastJob] = ()) -> list[float]:
+        """Each job's wait (input order, then ``queued``'s; NaN if the replay rejected it) under
+        EASY(``policy``, Θ).  ``queued``: jobs waiting when the replay begins (:func:`replay.easy_starts`;
+        lean replays only)."""
+        return self._waits(jobs, policy, self._lean(jobs, queued), queued)
 
-    def _waits(self, jobs: Sequence[PastJob], policy: str, lean: tuple[list[ReplayJob], list[float]] | None
-               ) -> list[float]:
+    def _waits(self, jobs: Sequence[PastJob], policy: str, lean: _Lean | None,
+               queued: Sequence[PastJob] = ()) -> list[float]:
         """:meth:`waits`, lean with ``lean`` (:meth:`_lean`'s jobs and durations), else on the engine."""
         if lean is not None:
             sched = self.easy({**self.options, "policy": policy})
-            starts = easy_starts(lean[0], lean[1], self.nb_machines, sched.wq, sched.profile)
+            starts = easy_starts(lean[0], lean[1], self.nb_machines, sched.wq, sched.profile, None, lean[2])
             self.replays += 1
-            return [s - float(j.subtime) for s, j in zip(starts, jobs, strict=True)]
+            return [s - float(j.subtime) for s, j in zip(starts, [*jobs, *queued], strict=True)]
+        if queued:
+            raise InputError(f"tuned_easy option whatif_jobs 'started' needs whole-second submission, run and "
+                             f"requested times (a what-if replay beginning with a queue of {len(queued)} jobs)")
         wl = _workload(jobs)
         order = list(wl.jobs)                  # Simulator.run lets go of the workload's jobs
         sim = _Replay(self.nb_machines, [wl])
@@ -127,31 +136,34 @@ class WhatIf:
         self.on_engine += 1
         return [j.start - j.subtime if j.start >= 0 else float("nan") for j in order]
 
-    def _lean(self, jobs: Sequence[PastJob]) -> tuple[list[ReplayJob], list[float]] | None:
-        """The jobs and their durations for :func:`replay.easy_starts`, or None when the engine must replay
-        them (times that are not whole seconds, or no lean replay for these options)."""
+    def _lean(self, jobs: Sequence[PastJob], queued: Sequence[PastJob] = ()) -> _Lean | None:
+        """The jobs, their durations and the queued jobs for :func:`replay.easy_starts`, or None when the
+        engine must replay them (times that are not whole seconds, or no lean replay for these options)."""
         if not self.lean:
             return None
-        subs = [float(j.subtime) for j in jobs]
-        runs = [float(j.runtime) for j in jobs]
-        walls = [float(j.walltime) if j.walltime > 0 else -1.0 for j in jobs]
+        every = [*jobs, *queued]
+        subs = [float(j.subtime) for j in every]
+        runs = [float(j.runtime) for j in every]
+        walls = [float(j.walltime) if j.walltime > 0 else -1.0 for j in every]
         if not (exact(subs) and exact(runs) and exact(walls)):
             return None
         out = [ReplayJob(f"w0!{j.id}", s, j.res, w, j.json, i)
-               for i, (j, s, w) in enumerate(zip(jobs, subs, walls, strict=True))]
-        return out, [min(r, w) if w > 0 else r for r, w in zip(runs, walls, strict=True)]
+               for i, (j, s, w) in enumerate(zip(every, subs, walls, strict=True))]
+        n = len(jobs)
+        return out[:n], [min(r, w) if w > 0 else r for r, w in zip(runs, walls, strict=True)], out[n:] or None
 
-    def cost(self, jobs: Sequence[PastJob], policy: str) -> float:
-        """Total wait of ``jobs`` replayed alone under EASY(``policy``, Θ) until drained."""
-        return _total(self.waits(jobs, policy))
+    def cost(self, jobs: Sequence[PastJob], policy: str, queued: Sequence[PastJob] = ()) -> float:
+        """Total wait of ``jobs`` (and ``queued``) replayed alone under EASY(``policy``, Θ) until drained."""
+        return _total(self.waits(jobs, policy, queued))
 
-    def costs(self, jobs: Sequence[PastJob], policies: Sequence[str]) -> list[float]:
-        """:meth:`cost` for each policy (0 for all, without simulating, when the jobs never contend)."""
-        if not jobs or never_contend(jobs, self.nb_machines):
+    def costs(self, jobs: Sequence[PastJob], policies: Sequence[str], queued: Sequence[PastJob] = ()) -> list[float]:
+        """:meth:`cost` for each policy (0 for all, without simulating, when nothing is replayed: no ``jobs``,
+        as in ocst, whose replay loops on the submissions; or jobs that never contend and no queue)."""
+        if not jobs or (not queued and never_contend(jobs, self.nb_machines)):
             self.skipped += len(policies)
             return [0.0] * len(policies)
-        lean = self._lean(jobs)                # the jobs made once for the 12 replays
-        return [_total(self._waits(jobs, p, lean)) for p in policies]
+        lean = self._lean(jobs, queued)        # the jobs made once for the 12 replays
+        return [_total(self._waits(jobs, p, lean, queued)) for p in policies]
 
 
 def _total(waits: list[float]) -> float:

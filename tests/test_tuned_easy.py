@@ -266,8 +266,8 @@ def test_a_what_if_equals_a_standalone_simulation_of_the_same_jobs(kth, tmp_path
     seen = []
     original = WhatIf.costs
 
-    def recording(self, jobs, policies):
-        costs = original(self, jobs, policies)
+    def recording(self, jobs, policies, queued=()):
+        costs = original(self, jobs, policies, queued)
         seen.append((list(jobs), costs, self.nb_machines))
         return costs
     monkeypatch.setattr(WhatIf, "costs", recording)

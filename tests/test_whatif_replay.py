@@ -78,9 +78,9 @@ def test_the_busiest_kth_days_replay_the_same(kth_small, monkeypatch, options):
     seen: list[tuple[list[PastJob], int]] = []
     original = WhatIf.costs
 
-    def recording(self, jobs, policies):
+    def recording(self, jobs, policies, queued=()):
         seen.append((list(jobs), self.nb_machines))
-        return original(self, jobs, policies)
+        return original(self, jobs, policies, queued)
     monkeypatch.setattr(WhatIf, "costs", recording)
     run_simulation(kth_small[0], [kth_small[1]], scheduler="tuned_easy", options={"period": "day", **options})
     busy = sorted(seen, key=lambda s: -len(s[0]))[:6]

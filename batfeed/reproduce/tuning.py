@@ -53,6 +53,7 @@ class Config:
     backfill: str | None          # None: B = P
     resample: str                 # weekly, permute or none
     weeks: int | None             # weekly only
+    whatif: str = "submitted"     # full/noisy's what-if set: tuned_easy's whatif_jobs
 
     def easy_options(self) -> dict[str, Any]:
         out: dict[str, Any] = {"theta": self.theta, "ties": self.ties}
@@ -64,12 +65,14 @@ class Config:
         res = {"weekly": f"weekly resampler, {self.weeks} weeks, with replacement",
                "permute": "per-user permutation of the interior calendar weeks (the log's length)",
                "none": "each cleaned log once, no resampling"}[self.resample]
-        return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}, {res}")
+        return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}, {res}, "
+                f"what-ifs of the jobs {self.whatif} {'in' if self.whatif == 'submitted' else 'since'} the last period")
 
 
 CONFIGS = {
     "paper-text": Config(theta=144000.0, ties="oldest", backfill=None, resample="weekly", weeks=104),
-    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="SQF", resample="permute", weeks=None),
+    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="SQF", resample="permute", weeks=None,
+                               whatif="started"),
 }
 
 
@@ -86,10 +89,13 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
             entry["resample"] = "permute"
         entries.append(entry)
     schedulers: list[dict[str, Any]] = [{"name": "easy", "options": {**config.easy_options(), "policy": POLICIES}}]
-    if strategies:          # the grid strategies x periods
-        schedulers.append({"name": "tuned_easy", "options": {
-            **config.easy_options(), "strategy": list(dict.fromkeys(s for s, _ in strategies)),
-            "period": list(dict.fromkeys(p for _, p in strategies))}})
+    periods = list(dict.fromkeys(p for _, p in strategies))
+    for group in (("random", "bandit"), ("full", "noisy")):   # the grid strategies x periods
+        chosen = [s for s in dict.fromkeys(s for s, _ in strategies) if s in group]
+        if chosen:
+            extra = {"whatif_jobs": config.whatif} if group[0] == "full" and config.whatif != "submitted" else {}
+            schedulers.append({"name": "tuned_easy", "options": {
+                **config.easy_options(), "strategy": chosen, "period": periods, **extra}})
     return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
             "traces": entries, "schedulers": schedulers, "lean": lean}
 
