@@ -137,17 +137,16 @@ def _table(jobs: list[Any], sub: np.ndarray, wall: np.ndarray, held: np.ndarray,
 
 def write_manifest(prefix: str | Path, run: LeanRun, *, platform: str | Path, workload: str | Path, scheduler: str,
                    options: dict[str, Any] | None, seed: int | None, call: str, started: str, wall_s: float) -> None:
-    """``PREFIX_manifest.json`` of a lean run: :func:`batfeed.manifest.build_manifest`'s record, its ``engine``
-    naming this module, and no output files (a lean run writes none)."""
-    from batfeed import kernel
+    """``PREFIX_manifest.json`` of a lean run: :func:`batfeed.manifest.run_record`, its ``engine`` naming this
+    module, and no output files (a lean run writes none)."""
     from batfeed import manifest as m
 
     sched = m.resolve_scheduler_options(scheduler, options)
-    m.write_manifest(prefix, lambda: {
-        "schema": m.SCHEMA, "call": call, "scheduler": sched, "users": None, "seed": seed,
-        "inputs": m.input_entries(platform, [workload], [], sched, None),
-        "engine": {"name": "batfeed lean EASY run (batfeed/lean.py: schedulers/replay.py's event loop, no engine)",
-                   "simulated_time_s": run.simulated_time},
-        "kernel": kernel.describe(), "jobs": m.job_counts(run.counts), "outputs": {},
-        "versions": m.versions(), "git": m.git_info(), "host": {**m.host(), "cwd": str(Path.cwd())},
-        "started_utc": started, "wall_time_s": round(wall_s, 6), "peak_rss_bytes": m.peak_rss_bytes()})
+    engine = {"name": "batfeed lean EASY run (batfeed/lean.py: schedulers/replay.py's event loop, no engine)",
+              "simulated_time_s": run.simulated_time}
+
+    def build() -> dict[str, Any]:       # inside write_manifest's guard, as the engine's manifest is built
+        return m.run_record(call=call, scheduler=sched, users=None, seed=seed, engine=engine, counts=run.counts,
+                            inputs=m.input_entries(platform, [workload], [], sched, None), outputs={},
+                            started=started, wall_time_s=wall_s)
+    m.write_manifest(prefix, build)

@@ -289,12 +289,45 @@ def job_counts(counts: Mapping[str, int]) -> dict[str, Any]:
             "by_state": {k: v for k, v in counts.items() if k != "submitted"}}
 
 
+PEAK_RSS_SCOPE = ("this process's peak since it started (getrusage ru_maxrss): the maximum over every simulation it "
+                  "ran; a scheduler run in a subprocess (--transport zmq) is not included")
+
+
+def run_record(*, call: str, scheduler: dict[str, Any], users: dict[str, Any] | None, seed: int | None,
+               inputs: dict[str, Any], engine: dict[str, Any], counts: Mapping[str, int], outputs: dict[str, Any],
+               started: str, wall_time_s: float, user_stats: Any = None, engine_wall_time_s: float | None = None,
+               extra: dict[str, Any] | None = None, prefetch: Prefetch | None = None) -> dict[str, Any]:
+    """The manifest of a run, whatever simulated it (:func:`build_manifest`: the engine; :mod:`batfeed.lean`):
+    ``engine`` names that; ``prefetch``: the git and host facts, gathered during the run."""
+    return {
+        "schema": SCHEMA,
+        "call": call,
+        "scheduler": scheduler,
+        "users": users,
+        "seed": seed,
+        "inputs": inputs,
+        "engine": engine,
+        "kernel": kernel.describe(),        # compiled kernel or pure Python (batfeed/kernel.py)
+        "jobs": job_counts(counts),
+        **({"user_stats": user_stats} if user_stats else {}),
+        "outputs": outputs,
+        "versions": versions(),
+        "git": git_info() if prefetch is None else prefetch.get("git"),
+        "host": {**(host() if prefetch is None else prefetch.get("host")), "cwd": os.getcwd()},
+        "started_utc": started,
+        "wall_time_s": round(wall_time_s, 6),
+        **({} if engine_wall_time_s is None else {"engine_wall_time_s": round(engine_wall_time_s, 6)}),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "peak_rss_scope": PEAK_RSS_SCOPE,
+        **(extra or {}),
+    }
+
+
 def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any] | None, seed: int | None,
                    inputs: dict[str, Any], result: Any, started: str, wall_time_s: float,
                    transport: str, switches: dict[str, Any], prefix: str | Path,
                    extra: dict[str, Any] | None = None, prefetch: Prefetch | None = None) -> dict[str, Any]:
-    """The manifest of a finished run (``result``: a :class:`~batfeed.engine.SimulationResult`); ``prefetch``:
-    its git and host facts, gathered during the run."""
+    """The manifest of a finished engine run (``result``: a :class:`~batfeed.engine.SimulationResult`)."""
     prefix = Path(prefix)
     outputs = {}
     for key, suffix in (("jobs_csv", "_jobs.csv"), ("schedule_csv", "_schedule.csv"),
@@ -303,31 +336,12 @@ def build_manifest(*, call: str, scheduler: dict[str, Any], users: dict[str, Any
         entry = file_entry(path)
         entry["path"] = path.name          # next to the manifest
         outputs[key] = entry
-    return {
-        "schema": SCHEMA,
-        "call": call,
-        "scheduler": scheduler,
-        "users": users,
-        "seed": seed,
-        "inputs": inputs,
-        "engine": {"name": "batfeed embedded Batsim 4.2.1", "transport": transport, "driver": result.driver,
-                   "batsim_switches": switches, "messages": result.messages,
-                   "simulated_time_s": result.simulated_time},
-        "kernel": kernel.describe(),        # compiled kernel or pure Python (batfeed/kernel.py)
-        "jobs": job_counts(result.counts),
-        **({"user_stats": result.user_stats} if result.user_stats else {}),
-        "outputs": outputs,
-        "versions": versions(),
-        "git": git_info() if prefetch is None else prefetch.get("git"),
-        "host": {**(host() if prefetch is None else prefetch.get("host")), "cwd": os.getcwd()},
-        "started_utc": started,
-        "wall_time_s": round(wall_time_s, 6),
-        "engine_wall_time_s": round(result.wall_time, 6),
-        "peak_rss_bytes": peak_rss_bytes(),
-        "peak_rss_scope": "this process's peak since it started (getrusage ru_maxrss): the maximum over every "
-                          "simulation it ran; a scheduler run in a subprocess (--transport zmq) is not included",
-        **(extra or {}),
-    }
+    engine = {"name": "batfeed embedded Batsim 4.2.1", "transport": transport, "driver": result.driver,
+              "batsim_switches": switches, "messages": result.messages, "simulated_time_s": result.simulated_time}
+    return run_record(call=call, scheduler=scheduler, users=users, seed=seed, inputs=inputs, engine=engine,
+                      counts=result.counts, outputs=outputs, started=started, wall_time_s=wall_time_s,
+                      user_stats=result.user_stats, engine_wall_time_s=result.wall_time, extra=extra,
+                      prefetch=prefetch)
 
 
 def manifest_for(prefix: str | Path) -> Path:

@@ -111,6 +111,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--weeks", type=int, metavar="W", help="paper-text: resample length (default 104; --quick 26)")
     p.add_argument("--backfill", metavar="POLICY", help="authors-workflow: the fixed backfill order (default SQF, "
                                                         "obps; the 2018 workflow used SPF)")
+    p.add_argument("--whatif", choices=["submitted", "started"],
+                   help="full/noisy's what-if set (tuned_easy's whatif_jobs): submitted (the paper's text; "
+                        "paper-text's default) or started (the authors' code; authors-workflow's default)")
     p.add_argument("--resample", choices=["weekly", "permute", "none"], help="override the configuration's resampler")
     p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
     p.add_argument("--engine", action="store_true", help="run the fixed policies on the engine too (default: "
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             c = replace(c, backfill=args.backfill.upper())
         if args.resample:
             c = replace(c, resample=args.resample, weeks=c.weeks or 104)
+        if args.whatif:
+            c = replace(c, whatif=args.whatif)
         if c.resample == "weekly" and (args.weeks is not None or quick):
             c = replace(c, weeks=args.weeks if args.weeks is not None else 26)
         spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}", lean=not args.engine)
