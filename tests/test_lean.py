@@ -125,7 +125,7 @@ def _write(path, text):
 
 def test_a_lean_campaign_gives_the_engine_campaigns_table(tmp_path):
     """The same campaign with and without ``lean``: the same metrics; the lean one ran no engine for easy
-    (its records say so) and sent fcfs to the engine, with a note."""
+    (its records say so) and sent fcfs to the engine, with its reason in the record and one summary line."""
     spec = {"name": "lean", "seeds": [1, 2], "traces": [{"name": "kth", "path": "KTH-SP2", "max_jobs": 1500,
                                                          "shake": 60}],
             "schedulers": [{"name": "easy", "options": {"policy": ["FCFS", "SAF", "LQF"]}}, "fcfs"],
@@ -133,12 +133,18 @@ def test_a_lean_campaign_gives_the_engine_campaigns_table(tmp_path):
     tables = {}
     for lean in (False, True):
         out = tmp_path / f"lean{lean}"
-        tables[lean] = run_campaign(load_spec({**spec, "lean": lean}), out, workers=1)
+        said: list[str] = []
+        tables[lean] = run_campaign(load_spec({**spec, "lean": lean}), out, workers=1, log=said.append)
         records = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("*/result.json"))]
         kinds = sorted(r["simulation"] for r in records)
         assert kinds == (["engine"] * 2 + ["lean"] * 6 if lean else ["engine"] * 8)
         if lean:
-            assert all("not EASY's compiled pass" in r["notes"][0] for r in records if r["simulation"] == "engine")
+            assert all("not EASY's compiled pass" in r["lean_reason"] and "notes" not in r
+                       for r in records if r["simulation"] == "engine")
+            assert said[-1] == ("lean: 6 of 8 runs without the engine; on the engine: 2: scheduler fcfs with these "
+                                "options is not EASY's compiled pass")
+        else:
+            assert not any(line.startswith("lean:") for line in said)
             assert all((out / "runs" / r["key"] / "run_manifest.json").is_file() for r in records)
     cols = ["key", *spec["metrics"]]
     pd.testing.assert_frame_equal(tables[False][cols], tables[True][cols])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -173,9 +174,20 @@ def _run(camp: Campaign, runs: list[Run], root: Path, workers: int, executor: st
     write_manifest(root, camp, spec_name, invocation, {"runs": len(runs), "simulations": len(unique)})
     say(f"wrote {csv} and {parquet.name} ({len(runs)} runs: " + ", ".join(f"{n} {s}" for s, n in status.items())
         + f") in {time.perf_counter() - t0:.1f} s")
+    if camp.lean:
+        say(lean_summary([recs[t.key] for t in tasks if t.key in recs]))
     if interrupted:
         raise CampaignInterrupted(table, root, int((table["status"] != "pending").sum()), len(table))
     return table
+
+
+def lean_summary(records: list[dict[str, Any]]) -> str:
+    """One line: how many of this invocation's runs ran lean, and why the others needed the engine."""
+    why = Counter(r.get("lean_reason") for r in records if r.get("simulation") == "engine")
+    lean = sum(r.get("simulation") == "lean" for r in records)
+    reasons = "; ".join(f"{n}: {reason}" for reason, n in why.most_common() if reason)
+    tail = f"; on the engine: {reasons}" if reasons else ""
+    return f"lean: {lean} of {len(records)} runs without the engine{tail}"
 
 
 def describe(run: Run) -> str:

@@ -128,10 +128,12 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
                                         rb_npw=task.resample_rb_npw, note=note))
     elif task.shake > 0 and task.seed is not None and task.shaken:
         workload = str(shaken_workload(task.workload, task.shake, task.seed, task.shaken, note=note))
+    lean_reason = None
     if task.lean and not task.users and not task.events:
-        done = _lean(task, workload, tmp, note)
-        if done is not None:
+        done = _lean(task, workload, tmp)
+        if not isinstance(done, str):
             return done
+        lean_reason = done
     extra = {k: v for k, v in (("seed", task.seed), ("call", task.call)) if v is not None and _supported(k)}
     result = run_simulation(task.platform, [workload] if workload else [], scheduler=task.scheduler,
                             options=dict(task.options),
@@ -142,12 +144,13 @@ def _simulate(task: RunTask, tmp: Path, notes: list[str]) -> dict[str, Any]:
         metrics.update(_non_rb_metrics(task, workload, tmp))
     metrics.update({f"users.{k}": v for k, v in (result.user_stats or {}).items()})
     return {"metrics": metrics, "counts": dict(result.counts), "simulated_time": result.simulated_time,
-            "simulation_wall_s": result.wall_time, "workload": workload, "simulation": "engine"}
+            "simulation_wall_s": result.wall_time, "workload": workload, "simulation": "engine",
+            **({"lean_reason": lean_reason} if lean_reason else {})}
 
 
-def _lean(task: RunTask, workload: str, tmp: Path, note: Callable[[str], None]) -> dict[str, Any] | None:
-    """The run without the engine (:mod:`batfeed.lean`: the engine's metrics, no Batsim files), or None when
-    it needs the engine (noted in the record)."""
+def _lean(task: RunTask, workload: str, tmp: Path) -> dict[str, Any] | str:
+    """The run without the engine (:mod:`batfeed.lean`: the engine's metrics, no Batsim files), or why it
+    needs the engine (the record's ``lean_reason``; the invocation sums them up in one line)."""
     from batfeed.campaign.columns import flatten
     from batfeed.lean import lean_jobs, write_manifest
     from batfeed.manifest import apply_seed
@@ -157,8 +160,7 @@ def _lean(task: RunTask, workload: str, tmp: Path, note: Callable[[str], None]) 
     options, _ = apply_seed(task.seed, task.scheduler, dict(task.options), None, None)
     run = lean_jobs(task.platform, [workload], task.scheduler, options)
     if isinstance(run, str):
-        note(f"simulated on the engine (lean: true): {run}")
-        return None
+        return run
     wall = time.perf_counter() - t0
     write_manifest(tmp / PREFIX, run, platform=task.platform, workload=workload, scheduler=task.scheduler,
                    options=options, seed=task.seed, call=task.call or "batfeed.lean.lean_jobs", started=started,
