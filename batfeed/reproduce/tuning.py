@@ -4,9 +4,12 @@ EASY-Backfilling using Queue Reordering Policies* (models.md §A), in two named 
 - ``paper-text``: what the paper says: backfill in the order P (Alg. 1), Θ = 40 h, equal keys by
   arrival, batfeed's weekly user resampler (104 weeks, weeks drawn with replacement; docs/resample.md);
 - ``authors-workflow``: what the authors ran (models.md §A "What the authors actually ran"): a fixed
-  backfill order B for every run (obps: SQF; ``--backfill`` to change it), Θ = 200,000 s, equal keys
-  newest first with B's ties following the primary order (ocst; EASY option ``ties: "newest"``), and
-  the public resampler: a per-user permutation of the log's interior calendar weeks (``permute``).
+  backfill order B for every run, the largest jobs first (LQF; ``--backfill`` to change it): obps passes
+  ``--backfill=sqf``, and the ocst it pins (freuk/ocst c0a0c57, ``metrics.ml`` and ``easy.ml``) reads
+  ``sqf`` as the criterion q taken as a priority, the highest first, in its greedy backfill selection
+  too; Θ = 200,000 s, equal keys newest first with B's ties following the primary order (ocst; EASY
+  option ``ties: "newest"``), the public resampler: a per-user permutation of the log's interior
+  calendar weeks (``permute``), and Full's and Noisy's what-ifs of obps's ocst (``whatif_jobs: "started"``).
 
 Each configuration is a campaign (resumable: a second invocation reuses every finished run) in
 ``OUT/CONFIG``: every log cleaned with the paper's extra filter (``filter = "tune"``), R resamples
@@ -71,7 +74,7 @@ class Config:
 
 CONFIGS = {
     "paper-text": Config(theta=144000.0, ties="oldest", backfill=None, resample="weekly", weeks=104),
-    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="SQF", resample="permute", weeks=None,
+    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="LQF", resample="permute", weeks=None,
                                whatif="started"),
 }
 
@@ -109,8 +112,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"traces (default: those found; --quick: KTH-SP2): {', '.join(LOGS)}")
     p.add_argument("--resamples", type=int, metavar="R", help="R resamples, seeds 1..R (default 60; --quick 3)")
     p.add_argument("--weeks", type=int, metavar="W", help="paper-text: resample length (default 104; --quick 26)")
-    p.add_argument("--backfill", metavar="POLICY", help="authors-workflow: the fixed backfill order (default SQF, "
-                                                        "obps; the 2018 workflow used SPF)")
+    p.add_argument("--backfill", metavar="POLICY", help="authors-workflow: the fixed backfill order (default LQF: "
+                                                        "obps's 'sqf' as its pinned ocst reads it; the 2018 "
+                                                        "workflow passed 'spf')")
     p.add_argument("--whatif", choices=["submitted", "started"],
                    help="full/noisy's what-if set (tuned_easy's whatif_jobs): submitted (the paper's text; "
                         "paper-text's default) or started (the authors' code; authors-workflow's default)")

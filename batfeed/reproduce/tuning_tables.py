@@ -43,10 +43,11 @@ REASONS: dict[tuple[str, str], str] = {
     **{("CEA-Curie", p): "backfill order B = P; the authors fixed B (models.md §A; see authors-workflow)"
        for p in ("LQF", "LAF")},
     # measured at R = 60 (docs/reproductions.md): only B moves LQF's sign on KTH-SP2 (Θ, ties, resampler do not)
-    ("KTH-SP2", "LQF"): "the backfill order B decides the sign: SQF -5, FCFS +1, P +8 (docs/reproductions.md)",
-    # measured on the seeds 1-20 permutations (docs/reproductions.md): the paper prints 0
-    ("SDSC-BLUE", "LPF"): "the backfill order B decides it: FCFS +6 [-2, +17] holds the paper's 0, SQF +13 "
-                          "(docs/reproductions.md)",
+    ("KTH-SP2", "LQF"): "the backfill order B decides the sign: LQF +0, SQF -5, FCFS +1, P +8 "
+                        "(docs/reproductions.md)",
+    # measured (docs/reproductions.md): the paper prints 0
+    ("SDSC-BLUE", "LPF"): "the backfill order B decides it: LQF +6 [-4, +17] and FCFS +6 [-2, +17] hold the "
+                          "paper's 0, SQF +13 (docs/reproductions.md)",
 }
 PAIRS = [("SPF", "LPF"), ("SQF", "LQF"), ("SEXP", "LEXP"), ("SRF", "LRF"), ("SAF", "LAF")]
 
