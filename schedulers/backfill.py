@@ -162,7 +162,8 @@ class BackfillScheduler(BatfeedScheduler):
 
     def make_queue(self) -> WaitQueue:
         o = self.opts
-        return WaitQueue(o["policy"], o.get("backfill_policy"), o.get("theta"), o.get("ties", "oldest"))
+        return WaitQueue(o["policy"], o.get("backfill_policy"), o.get("theta"), o.get("ties", "oldest"),
+                         o.get("backfill_theta", True))
 
     # ---------------------------------------------------------------- decisions
     def launch(self, e: Entry, ivs: Intervals, now: float) -> None:

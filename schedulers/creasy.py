@@ -76,4 +76,5 @@ class Creasy(Easy):
 
     def make_queue(self) -> WaitQueue:
         o = self.opts
-        return WaitQueue(creasy_policy(float(o["alpha"])), o.get("backfill_policy"), o.get("theta"), o["ties"])
+        return WaitQueue(creasy_policy(float(o["alpha"])), o.get("backfill_policy"), o.get("theta"), o["ties"],
+                         o["backfill_theta"])

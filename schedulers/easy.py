@@ -6,7 +6,9 @@ Options (pybatsim ``-o`` JSON, ``batfeed simulate --options``)::
     policy           primary order P, one of the 12 of models.md §A or a registered key (FCFS)
     backfill_policy  backfill order B (default: P)
     theta            starvation threshold Θ in seconds (144000 = 40 h); null disables it
-    ties             "oldest" (default: equal keys by arrival) or "newest" (the authors' ocst; jobqueue.py)
+    ties             "oldest" (default: equal keys by arrival), "newest" (the authors' later ocst) or
+                     "obps" (the ocst their workflow pins: Θ as a criterion, B's ties reversed; jobqueue.py)
+    backfill_theta   with ties "obps": Θ orders B too (true, ocst's ``threshold``) or not (``bandit``)
     reservation      "count" (default) or "machines"
     on_machine_down  "ignore" (default), "kill-resubmit", "kill-drop"   (see backfill.py)
     maintenance      planned windows, or an events file path            (see backfill.py)
@@ -54,10 +56,12 @@ machines outside the windows its span would overlap are free.
 
 from __future__ import annotations
 
+from typing import Any
+
 from batfeed.schedulers import passes
 from batfeed.schedulers.backfill import BackfillScheduler
 from batfeed.schedulers.jobqueue import TIES, Entry, ScanState
-from batfeed.schedulers.options import Option, specs
+from batfeed.schedulers.options import Option, OptionError, specs
 from batfeed.schedulers.resources import Intervals, count, intersect, lowest, subtract, union
 
 INF = float("inf")
@@ -69,8 +73,12 @@ class Easy(BackfillScheduler):
         Option("theta", "number", 144000.0, "starvation threshold: jobs waiting longer go first, by submission "
                "(null: none)", minimum=0, nullable=True, unit="seconds"),
         Option("ties", "choice", "oldest", "order of equal keys: oldest (by arrival; starved jobs first in the "
-               "backfill order) or newest (the authors' simulator ocst: newest first, and B's ties follow the "
-               "primary order, starved jobs ranked by B)", choices=TIES),
+               "backfill order), newest (the authors' simulator ocst: newest first, and B's ties follow the "
+               "primary order, starved jobs ranked by B) or obps (the ocst obps pins, c0a0c57: by arrival, B's "
+               "ties in reverse primary order, Θ as a criterion of 9999999 + wait)", choices=TIES),
+        Option("backfill_theta", "bool", True, "with ties obps: Θ also orders the backfill pass (starved jobs "
+               "first; ocst's threshold command, the fixed policies) or not (false: its bandit command, the tuned "
+               "runs and their what-ifs: B ranks starved jobs like the others)"),
         Option("reservation", "choice", "count", "count: the head reserves a number of machines (the paper); "
                "machines: the lowest machines free at its reserved start (batsched easy_bf)",
                choices=("count", "machines")),
@@ -88,6 +96,14 @@ class Easy(BackfillScheduler):
         self._pass = not self.machines_mode and \
             cls.launch is BackfillScheduler.launch and cls.allocate is BackfillScheduler.allocate and \
             cls.shadow is Easy.shadow and cls._backfill_count is Easy._backfill_count
+
+    @classmethod
+    def parse_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        o = super().parse_options(options)
+        if not o["backfill_theta"] and o["ties"] != "obps":
+            raise OptionError(f"option 'backfill_theta' for {cls.__name__}: false needs ties 'obps' (the "
+                              f"authors' ocst), got ties {o['ties']!r}")
+        return o
 
     def schedule(self) -> None:
         now = self.bs.time()

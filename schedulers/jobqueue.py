@@ -16,6 +16,16 @@
   newest first, starved jobs of equal submit times too; and the backfill list is the rest of the
   primary order sorted stably by B, so B's ties follow the primary order and starved jobs are
   ranked by B like the others (in ``"oldest"`` they come first, and B's ties go by arrival).
+  ``"obps"`` follows the ocst that the authors' workflow pins (freuk/obps's submodule, freuk/ocst
+  c0a0c57, ``jobs.ml``, ``easy.ml``, ``metrics.ml``): the waiting list is appended to, so equal keys
+  go by arrival; the greedy backfill selection (``MakeGreedySelector``) keeps the *last* job of the
+  largest criterion in the primary order, so B's ties go in the reverse of the primary order; and Θ is
+  a criterion (``MakeThresholdedCriteria``, in P and in B): a starved job's is 9999999 + its wait, so
+  starved jobs go first by submission (equal submissions: by arrival in P, reversed in B) unless a
+  job's own criterion is larger (:data:`OCST_NEG`: in practice LAF's areas above 10^7).  That is its
+  ``threshold`` command (the fixed policies); its ``bandit`` command (the tuned runs and their
+  what-ifs, branch obps-article ``simulate.ml`` and ``bandit.ml``) leaves B without Θ: with
+  ``backfill_theta=False`` starved jobs are ranked by B like the others (ties: reverse P order).
 """
 
 from __future__ import annotations
@@ -29,13 +39,16 @@ from batfeed.schedulers.policies import Policy, get_policy
 
 INF = float("inf")
 BIG = 1 << 62
-TIES = ("oldest", "newest")   # order of equal keys: by arrival, or newest first (the authors' ocst)
+TIES = ("oldest", "newest", "obps")   # equal keys: by arrival; newest first (ocst); the ocst obps pins
+STARVED = 9999999.0     # ocst c0a0c57 MakeThresholdedCriteria: a starved job's criterion is 9999999 + its wait
+# the policies whose key is minus ocst's criterion ("highest first"): only they can exceed a starved job's
+OCST_NEG = frozenset({"LPF", "LQF", "LAF", "LEXP"})
 
 
 class Entry:
     """A waiting job: submit time r, requested time p (inf without walltime), size q, arrival seq."""
 
-    __slots__ = ("job", "id", "r", "p", "q", "seq", "tie", "kp", "kb", "ks", "where")
+    __slots__ = ("job", "id", "r", "p", "q", "seq", "tie", "kp", "kb", "ks", "ksb", "where")
 
     def __init__(self, job: Any, seq: int, tie: int | None = None):
         self.job = job
@@ -49,6 +62,7 @@ class Entry:
         self.kp: Any = None
         self.kb: Any = None
         self.ks: Any = None     # key in the starved index
+        self.ksb: Any = None    # key in the starved index of order B (ties "obps")
         self.where = 0          # 0: main indexes, 1: starved index, -1: gone
 
     def __repr__(self) -> str:
@@ -251,13 +265,35 @@ def _rank(e: Entry) -> tuple:
     return (0, e.ks) if e.where == 1 else (1, e.kp)
 
 
+def _merge(main: list[Entry], starved: list[Entry], before: Any) -> list[Entry]:
+    """``main`` and ``starved`` (each in order) merged: an entry of ``main`` goes first when ``before(m, s)``."""
+    out: list[Entry] = []
+    i = j = 0
+    while i < len(main) or j < len(starved):
+        if i < len(main) and (j == len(starved) or before(main[i], starved[j])):
+            out.append(main[i])
+            i += 1
+        else:
+            out.append(starved[j])
+            j += 1
+    return out
+
+
 def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], now: float,
-           rank: bool = False) -> None:
+           rank: bool = False, rev: bool = False) -> None:
     """Key ``entries`` with ``pol`` at ``now`` (stored in ``entry.<attr>``) and make them ``index``'s content.
 
     Keys are (key, tie), or (key, *Q-rank) with ``rank`` (ties "newest": B's ties follow Q).  A policy
     with a vectorised key (``Policy.vkey``, e.g. CREASY's) is evaluated on numpy arrays and sorted with
-    ``lexsort`` on (key, tie): the same keys and order as the per-entry path."""
+    ``lexsort`` on (key, tie): the same keys and order as the per-entry path.  ``rev`` (ties "obps"):
+    (key, -P key, -seq), B's ties in the reverse of P's order."""
+    if rev:
+        rev_items: list[tuple[Any, Entry]] = [((pol.key(e, now), -e.kp[0], -e.seq), e) for e in entries]
+        for k, e in rev_items:
+            setattr(e, attr, k)
+        rev_items.sort(key=lambda it: it[0])
+        index.rebuild(rev_items)
+        return
     if rank:
         items = [((pol.key(e, now), *_rank(e)), e) for e in entries]
         for k, e in items:
@@ -298,17 +334,26 @@ class WaitQueue:
     """Waiting jobs in the order Q of models.md §A: starved jobs (now − r > Θ) by submission, then P."""
 
     def __init__(self, policy: str | Policy = "FCFS", backfill_policy: str | Policy | None = None,
-                 theta: float | None = None, ties: str = "oldest"):
+                 theta: float | None = None, ties: str = "oldest", backfill_theta: bool = True):
         """``policy``/``backfill_policy``: a registered name (:mod:`policies`) or a :class:`Policy`
-        object (e.g. Maui's priority, a scheduler's own order); ``ties``: one of :data:`TIES`."""
+        object (e.g. Maui's priority, a scheduler's own order); ``ties``: one of :data:`TIES`;
+        ``backfill_theta`` (ties "obps" only): Θ orders B too (ocst's ``threshold``), or not (``bandit``)."""
         if ties not in TIES:
             raise ValueError(f"ties must be one of {', '.join(TIES)}, got {ties!r}")
+        if not backfill_theta and ties != "obps":
+            raise ValueError(f"backfill_theta false needs ties 'obps', got ties {ties!r}")
+        self.theta_b = backfill_theta                  # ties "obps": Θ is also a criterion of order B
         self.newest = ties == "newest"
+        self.obps = ties == "obps"
+        self._pq = False                               # ties "obps": P's (B's) criterion can beat Θ's
+        self._bq = False
         self.theta = theta
+        self.now = 0.0                                 # the time of the last refresh (ties "obps")
         self.P, self.B = self._orders(policy, backfill_policy)
         self.main = QueueIndex()                       # order P
         self.main_b = QueueIndex() if self.B else None  # order B (ties "newest": starved jobs too)
         self.starved = QueueIndex()                    # (r, tie); ties "newest": (r, kp)
+        self.starved_b = QueueIndex()                  # ties "obps": starved jobs in order B: ksb
         self._arrivals: list[tuple[float, int, Entry]] = []   # heap for Θ promotion
         self.seq = 0
         self.new: list[Entry] = []                     # submitted since the scheduler last cleared it
@@ -322,8 +367,10 @@ class WaitQueue:
         """(P, B), B None when one index serves both orders.  With ties "newest" and Θ, B is kept
         even when it is P: starved jobs are first in Q but ranked by B in the backfill order."""
         P, B = _orders(policy, backfill_policy)
-        if B is None and self.newest and self.theta is not None:
+        if B is None and (self.newest and self.theta is not None or self.obps):
             B = P
+        self._pq = self.obps and P.name in OCST_NEG     # P's criterion may exceed a starved job's
+        self._bq = self.obps and B is not None and B.name in OCST_NEG and self.theta_b
         return P, B
 
     def set_policies(self, policy: str | Policy, backfill_policy: str | Policy | None, now: float) -> None:
@@ -342,7 +389,17 @@ class WaitQueue:
             if self.newest:
                 _rekey(self.B, self.main_b, "kb", list(self.starved) + entries, now, rank=True)
             else:
-                _rekey(self.B, self.main_b, "kb", entries, now)
+                _rekey(self.B, self.main_b, "kb", entries, now, rev=self.obps)
+        if self.obps and not self.theta_b and len(self.starved_b):
+            self._rekey_starved_b(now)
+
+    def _rekey_starved_b(self, now: float) -> None:
+        """Ties "obps", B without Θ: starved jobs by (B's key at ``now``, the reverse of (r, arrival))."""
+        B: Any = self.B
+        starved = list(self.starved_b)
+        for e in starved:
+            e.ksb = (B.key(e, now), -e.r, -e.seq)
+        self.starved_b.rebuild(sorted(((e.ksb, e) for e in starved), key=lambda it: it[0]))
 
     def _rekey_starved(self, now: float) -> None:
         """Ties "newest": starved jobs are ordered by (r, P's key at ``now``) (ocst sorts Q by r, stably)."""
@@ -361,7 +418,10 @@ class WaitQueue:
         e.kp = (self.P.key(e, now), e.tie)
         self.main.add(e.kp, e)
         if self.main_b is not None and self.B is not None:
-            e.kb = (self.B.key(e, now), 1, e.kp) if self.newest else (self.B.key(e, now), e.tie)
+            if self.obps:       # B's ties: the reverse of P's order
+                e.kb = (self.B.key(e, now), -e.kp[0], -e.seq)
+            else:
+                e.kb = (self.B.key(e, now), 1, e.kp) if self.newest else (self.B.key(e, now), e.tie)
             self.main_b.add(e.kb, e)
         if self.theta is not None:
             heapq.heappush(self._arrivals, (e.r, e.seq, e))
@@ -374,6 +434,8 @@ class WaitQueue:
             self.starved.remove(e.ks)
             if self.newest and self.main_b is not None:
                 self.main_b.remove(e.kb)
+            elif self.obps:
+                self.starved_b.remove(e.ksb)
         elif e.where == 0:
             self.main.remove(e.kp)
             if self.main_b is not None:
@@ -386,6 +448,7 @@ class WaitQueue:
     def refresh(self, now: float) -> bool:
         """Θ promotions and re-keying of dynamic policies at ``now``; True if the order may have changed."""
         changed = False
+        self.now = now
         arr = self._arrivals
         theta: Any = self.theta
         if arr and (arr[0][2].where != 0 or arr[0][0] < now - theta):   # (empty when Θ is None)
@@ -402,6 +465,10 @@ class WaitQueue:
                     if self.newest and self.main_b is not None:   # still ranked by B, now as a starved job
                         e.kb = (e.kb[0], 0, e.ks)
                         self.main_b.add(e.kb, e)
+                    elif self.obps:
+                        B: Any = self.B
+                        e.ksb = (e.r, -e.seq) if self.theta_b else (B.key(e, now), -e.r, -e.seq)
+                        self.starved_b.add(e.ksb, e)
                     changed = True
         if not self.dynamic:
             return changed
@@ -416,24 +483,60 @@ class WaitQueue:
             if self.newest and (B.dynamic or self.P.dynamic):     # B's keys hold Q's ranks
                 _rekey(B, main_b, "kb", list(main_b), now, rank=True)
                 changed = True
+            elif self.obps and (B.dynamic or self.P.dynamic):     # B's keys hold P's keys
+                _rekey(B, main_b, "kb", list(main_b), now, rev=True)
+                changed = True
             elif B.dynamic:
                 _rekey(B, main_b, "kb", main_b, now)
                 changed = True
+        if self.obps and not self.theta_b and B is not None and B.dynamic and len(self.starved_b):
+            self._rekey_starved_b(now)
+            changed = True
         return changed
 
     def head(self) -> Entry | None:
         if self.starved.n:
-            return self.starved.ents[0][0]
+            s = self.starved.ents[0][0]
+            if self._pq and self.main.n and self._p_before(self.main.ents[0][0], s):
+                return self.main.ents[0][0]
+            return s
         return self.main.ents[0][0] if self.main.n else None
 
+    def _p_before(self, m: Entry, s: Entry) -> bool:
+        """Ties "obps": job ``m`` (not starved) before starved job ``s`` in Q at the last refresh: its
+        criterion (minus its P key) is larger than 9999999 + s's wait, or equal and ``m`` came first."""
+        if not self._pq:
+            return False
+        c: float = -m.kp[0]
+        t = STARVED + (self.now - s.r)
+        return c > t or (c == t and m.seq < s.seq)
+
+    def _b_before(self, m: Entry, s: Entry) -> bool:
+        """Ties "obps": job ``m`` (not starved) before starved job ``s`` in the backfill order: a larger
+        criterion than 9999999 + s's wait (B without Θ: than s's), or an equal one and ``m`` after ``s``
+        in Q (the greedy selection keeps the last maximum)."""
+        if not self.theta_b:
+            km, ks = m.kb[0], s.ksb[0]
+            return km < ks or (km == ks and not self._p_before(m, s))
+        if not self._bq:
+            return False
+        c: float = -m.kb[0]
+        t = STARVED + (self.now - s.r)
+        return c > t or (c == t and not self._p_before(m, s))
+
     def ordered(self) -> list[Entry]:
-        """Q: starved jobs by submission, then the others in order P."""
+        """Q: starved jobs by submission, then the others in order P (ties "obps": merged by criterion)."""
+        if self._pq:
+            return _merge(list(self.main), list(self.starved), self._p_before)
         return list(self.starved) + list(self.main)
 
     def backfill_order(self) -> list[Entry]:
-        """Starved jobs by submission, then the others in order B (ties "newest": every job in order B)."""
+        """Starved jobs by submission, then the others in order B (ties "newest": every job in order B;
+        "obps": the starved ones in reverse arrival on equal submissions, merged by criterion)."""
         if self.newest:
             return list(self.main_b if self.main_b is not None else self.main)
+        if self.obps and self.main_b is not None:
+            return _merge(list(self.main_b), list(self.starved_b), self._b_before)
         return list(self.starved) + list(self.main_b if self.main_b is not None else self.main)
 
     def backfill_key(self, e: Entry) -> tuple:
@@ -441,7 +544,7 @@ class WaitQueue:
         if self.newest:
             return e.kb if self.main_b is not None else e.kp
         if e.where == 1:
-            return (0, e.ks)
+            return (0, e.ksb) if self.obps else (0, e.ks)
         return (1, e.kb if self.main_b is not None else e.kp)
 
     def scan(self, st: ScanState) -> Iterator[Entry]:
@@ -450,10 +553,32 @@ class WaitQueue:
         if self.newest and self.main_b is not None:
             yield from self.main_b.scan(st)
             return
+        if self.obps and self.main_b is not None:
+            if self.starved_b.n and (self._bq or not self.theta_b):
+                yield from self._merged_scan(self.main_b, st)
+                return
+            yield from self.starved_b.scan(st)
+            if st.free > 0:
+                yield from self.main_b.scan(st)
+            return
         yield from self.starved.scan(st)
         if st.free > 0:
             yield from (self.main_b if self.main_b is not None else self.main).scan(st)
 
+    def _merged_scan(self, main_b: QueueIndex, st: ScanState) -> Iterator[Entry]:
+        """Ties "obps", B's criterion able to beat a starved job's: the two scans merged.  One entry of
+        each is read ahead, under thresholds that can only have shrunk since: the caller checks again."""
+        a, b = self.starved_b.scan(st), main_b.scan(st)
+        s, m = next(a, None), next(b, None)
+        while s is not None or m is not None:
+            if m is not None and (s is None or self._b_before(m, s)):
+                yield m
+                m = next(b, None)
+            elif s is not None:
+                yield s
+                s = next(a, None)
+
     @property
     def examined(self) -> int:
-        return self.starved.examined + self.main.examined + (self.main_b.examined if self.main_b else 0)
+        return self.starved.examined + self.starved_b.examined + self.main.examined + \
+            (self.main_b.examined if self.main_b else 0)

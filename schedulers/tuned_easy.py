@@ -145,7 +145,8 @@ class TunedEasy(Easy):
         if self.feedback:
             o = self.opts
             self.whatif = WhatIf(self.nb_machines, {"theta": o["theta"], "reservation": o["reservation"],
-                                                    "backfill_policy": o["backfill_policy"], "ties": o["ties"]})
+                                                    "backfill_policy": o["backfill_policy"], "ties": o["ties"],
+                                                    "backfill_theta": o["backfill_theta"]})
             if self.from_queue and not self.whatif.lean:
                 raise OptionError(f"option 'whatif_jobs' for {type(self).__name__}: 'started' replays a queue, "
                                   "which needs EASY's count reservations (reservation 'count')")

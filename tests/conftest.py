@@ -17,7 +17,7 @@ BOTH_PATHS = frozenset({
     "test_backfill_properties.py", "test_conservative_fast.py", "test_fcfs.py", "test_los.py",
     "test_maui_properties.py", "test_passes.py", "test_queue_policies.py", "test_tuned_easy.py",
     "test_maui_conformance.py", "test_maui_shortcuts.py", "test_whatif_replay.py", "test_whatif_queue.py",
-    "test_lean.py",
+    "test_lean.py", "test_ties_ocst.py", "test_ties_obps.py",
 })
 
 

@@ -26,6 +26,7 @@ OPTIONS = [
     {"policy": "LQF"},
     {"policy": "SEXP", "theta": 144000.0},
     {"policy": "SPF", "backfill_policy": "FCFS", "ties": "newest"},
+    {"policy": "LAF", "theta": 200000.0, "ties": "obps", "backfill_policy": "LQF"},
 ]
 
 

@@ -96,7 +96,10 @@ def test_the_two_configurations_make_the_campaigns_they_name():
     authors = campaign(CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")], [1], [], "t")
     assert authors["traces"][0]["resample"] == "permute" and len(authors["schedulers"]) == 1
     assert authors["schedulers"][0]["options"]["backfill_policy"] == "LQF"
-    assert authors["schedulers"][0]["options"]["ties"] == "newest"
+    assert authors["schedulers"][0]["options"]["ties"] == "obps"
+    assert "backfill_theta" not in authors["schedulers"][0]["options"]     # the fixed policies: Θ in B too
+    tuned = campaign(CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")], [1], [("full", "week")], "t")
+    assert tuned["schedulers"][1]["options"]["backfill_theta"] is False     # ocst's bandit: B without Θ
     assert authors["schedulers"][0]["options"]["theta"] == 200000.0
     camp = load_spec(paper, base=REPO)
     assert len(camp.traces) == 1
@@ -110,7 +113,7 @@ def mod_policies():
 
 def test_authors_workflow_end_to_end_on_one_permuted_kth(tmp_path):
     """The command as a user runs it: one permute resample of KTH-SP2, the 12 fixed policies under the
-    authors' configuration; every run records ties newest, B = LQF and Θ = 200,000 s; a second
+    authors' configuration; every run records ties obps, B = LQF and Θ = 200,000 s; a second
     invocation reuses every run."""
     import json
 
@@ -121,12 +124,12 @@ def test_authors_workflow_end_to_end_on_one_permuted_kth(tmp_path):
     r = run_cli(args, tmp_path, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     text = (tmp_path / "o" / "authors-workflow" / "tables.md").read_text(encoding="utf-8")
-    assert "ties newest" in text and "backfill order LQF" in text and "Θ = 200000 s" in text
+    assert "ties obps" in text and "backfill order LQF" in text and "Θ = 200000 s" in text
     assert "| KTH-SP2 (R = 1) |" in text and "not run" not in text.split("Table 4")[0]
     manifests = sorted((tmp_path / "o" / "authors-workflow" / "runs").glob("*/*_manifest.json"))
     assert len(manifests) == 12
     opts = json.loads(manifests[0].read_text())["scheduler"]["options"]
-    assert (opts["ties"], opts["backfill_policy"], opts["theta"]) == ("newest", "LQF", 200000.0)
+    assert (opts["ties"], opts["backfill_policy"], opts["theta"]) == ("obps", "LQF", 200000.0)
     again = run_cli(args, tmp_path, timeout=600)
     assert again.returncode == 0 and "12 runs reused" in again.stdout, again.stdout[-2000:]
     assert "0 to run" in again.stdout

@@ -23,9 +23,9 @@ POLICIES = ("FCFS", *TUNE_POLICIES)
 job_st = st.tuples(st.integers(0, 40), st.integers(0, 6), st.integers(1, 25), st.integers(-1, 30))
 options_st = st.fixed_dictionaries({
     "theta": st.sampled_from([None, 0.0, 15.0, 144000.0]),
-    "ties": st.sampled_from(["oldest", "newest"]),
+    "ties": st.sampled_from(["oldest", "newest", "obps"]),
     "backfill_policy": st.sampled_from([None, "SQF", "LAF", "SPF"]),
-})
+}).flatmap(lambda o: st.just(o) if o["ties"] != "obps" else st.booleans().map(lambda b: {**o, "backfill_theta": b}))
 
 
 def past(jobs: list[tuple[int, int, int, int]]) -> list[PastJob]:
@@ -71,7 +71,9 @@ def test_machines_mode_goes_to_the_engine():
 
 
 @pytest.mark.parametrize("options", [{"theta": 144000.0},
-                                     {"theta": 200000.0, "backfill_policy": "SQF", "ties": "newest"}])
+                                     {"theta": 200000.0, "backfill_policy": "SQF", "ties": "newest"},
+                                     {"theta": 200000.0, "backfill_policy": "LQF", "ties": "obps",
+                                      "backfill_theta": False}])
 def test_the_busiest_kth_days_replay_the_same(kth_small, monkeypatch, options):
     """Every period of a tuned_easy run on KTH-SP2's first 1,500 jobs that needs a replay: the lean
     replay's waits equal the engine's, job by job, for the 12 policies."""

@@ -7,9 +7,11 @@ EASY-Backfilling using Queue Reordering Policies* (models.md §A), in two named 
   backfill order B for every run, the largest jobs first (LQF; ``--backfill`` to change it): obps passes
   ``--backfill=sqf``, and the ocst it pins (freuk/ocst c0a0c57, ``metrics.ml`` and ``easy.ml``) reads
   ``sqf`` as the criterion q taken as a priority, the highest first, in its greedy backfill selection
-  too; Θ = 200,000 s, equal keys newest first with B's ties following the primary order (ocst; EASY
-  option ``ties: "newest"``), the public resampler: a per-user permutation of the log's interior
-  calendar weeks (``permute``), and Full's and Noisy's what-ifs of obps's ocst (``whatif_jobs: "started"``).
+  too; Θ = 200,000 s as that ocst applies it (EASY option ``ties: "obps"``: a criterion of 9999999 + wait,
+  equal keys by arrival, B's ties in the reverse of the primary order; in the tuned runs, whose ocst
+  commands leave B without Θ, also ``backfill_theta: false``), the public resampler: a per-user
+  permutation of the log's interior calendar weeks (``permute``), and Full's and Noisy's what-ifs of
+  obps's ocst (``whatif_jobs: "started"``).
 
 Each configuration is a campaign (resumable: a second invocation reuses every finished run) in
 ``OUT/CONFIG``: every log cleaned with the paper's extra filter (``filter = "tune"``), R resamples
@@ -57,6 +59,7 @@ class Config:
     resample: str                 # weekly, permute or none
     weeks: int | None             # weekly only
     whatif: str = "submitted"     # full/noisy's what-if set: tuned_easy's whatif_jobs
+    tuned_backfill_theta: bool = True   # ties "obps": Θ orders B in the tuned runs too (ocst's bandit: no)
 
     def easy_options(self) -> dict[str, Any]:
         out: dict[str, Any] = {"theta": self.theta, "ties": self.ties}
@@ -68,14 +71,15 @@ class Config:
         res = {"weekly": f"weekly resampler, {self.weeks} weeks, with replacement",
                "permute": "per-user permutation of the interior calendar weeks (the log's length)",
                "none": "each cleaned log once, no resampling"}[self.resample]
-        return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}, {res}, "
+        bt = " (tuned runs: B without Θ)" if self.ties == "obps" and not self.tuned_backfill_theta else ""
+        return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}{bt}, {res}, "
                 f"what-ifs of the jobs {self.whatif} {'in' if self.whatif == 'submitted' else 'since'} the last period")
 
 
 CONFIGS = {
     "paper-text": Config(theta=144000.0, ties="oldest", backfill=None, resample="weekly", weeks=104),
-    "authors-workflow": Config(theta=200000.0, ties="newest", backfill="LQF", resample="permute", weeks=None,
-                               whatif="started"),
+    "authors-workflow": Config(theta=200000.0, ties="obps", backfill="LQF", resample="permute", weeks=None,
+                               whatif="started", tuned_backfill_theta=False),
 }
 
 
@@ -96,7 +100,10 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
     for group in (("random", "bandit"), ("full", "noisy")):   # the grid strategies x periods
         chosen = [s for s in dict.fromkeys(s for s, _ in strategies) if s in group]
         if chosen:
-            extra = {"whatif_jobs": config.whatif} if group[0] == "full" and config.whatif != "submitted" else {}
+            extra: dict[str, Any] = {"whatif_jobs": config.whatif} \
+                if group[0] == "full" and config.whatif != "submitted" else {}
+            if config.ties == "obps" and not config.tuned_backfill_theta:
+                extra["backfill_theta"] = False
             schedulers.append({"name": "tuned_easy", "options": {
                 **config.easy_options(), "strategy": chosen, "period": periods, **extra}})
     return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
@@ -118,6 +125,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--whatif", choices=["submitted", "started"],
                    help="full/noisy's what-if set (tuned_easy's whatif_jobs): submitted (the paper's text; "
                         "paper-text's default) or started (the authors' code; authors-workflow's default)")
+    p.add_argument("--ties", choices=["oldest", "newest", "obps"],
+                   help="override the configuration's order of equal keys (EASY's ties: oldest, paper-text's; newest, "
+                        "the later ocst; obps, the ocst obps pins: Θ as a criterion, B's ties reversed)")
     p.add_argument("--resample", choices=["weekly", "permute", "none"], help="override the configuration's resampler")
     p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
     p.add_argument("--engine", action="store_true", help="run the fixed policies on the engine too (default: "
@@ -157,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             c = replace(c, resample=args.resample, weeks=c.weeks or 104)
         if args.whatif:
             c = replace(c, whatif=args.whatif)
+        if args.ties:
+            c = replace(c, ties=args.ties)
         if c.resample == "weekly" and (args.weeks is not None or quick):
             c = replace(c, weeks=args.weeks if args.weeks is not None else 26)
         spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}", lean=not args.engine)
