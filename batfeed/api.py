@@ -33,16 +33,9 @@ from batfeed.engine.platform import COMPUTE, Host, Platform
 from batfeed.engine.simulator import EngineConfig, SimulationResult, Simulator
 from batfeed.engine.workload import REJECTED, SUCCESS, Job, Profile, Workload, r6
 from batfeed.errors import BatfeedError, InputError
-from batfeed.manifest import (
-    build_manifest,
-    memory_entry,
-    python_call,
-    resolve_scheduler_options,
-    resolve_user_options,
-    utc_now,
-    write_manifest,
-)
+from batfeed.manifest import build_manifest, memory_entry, python_call, utc_now, write_manifest
 from batfeed.registry import make_scheduler
+from batfeed.run_options import resolve_scheduler_options, resolve_user_options
 from batfeed.runner import in_process_driver
 
 __all__ = ["simulate_jobs", "jobs_frame", "RESULT_COLUMNS"]

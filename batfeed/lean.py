@@ -140,8 +140,9 @@ def write_manifest(prefix: str | Path, run: LeanRun, *, platform: str | Path, wo
     """``PREFIX_manifest.json`` of a lean run: :func:`batfeed.manifest.run_record`, its ``engine`` naming this
     module, and no output files (a lean run writes none)."""
     from batfeed import manifest as m
+    from batfeed.run_options import resolve_scheduler_options
 
-    sched = m.resolve_scheduler_options(scheduler, options)
+    sched = resolve_scheduler_options(scheduler, options)
     engine = {"name": "batfeed lean EASY run (batfeed/lean.py: schedulers/replay.py's event loop, no engine)",
               "simulated_time_s": run.simulated_time}
 

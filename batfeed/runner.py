@@ -22,21 +22,16 @@ from batfeed.engine import EngineConfig, SimulationResult, load_simulation
 from batfeed.engine.direct import DirectDriver, supports_direct
 from batfeed.engine.transport import InProcessTransport, ZmqTransport, endpoint_error
 from batfeed.errors import BatfeedError
-from batfeed.manifest import (
-    Prefetch,
+from batfeed.manifest import Prefetch, build_manifest, input_entries, python_call, utc_now, write_manifest
+from batfeed.registry import make_scheduler
+from batfeed.run_options import (
     apply_log,
     apply_seed,
-    build_manifest,
-    input_entries,
     needs_profiles,
-    python_call,
     resolve_scheduler_options,
     resolve_user_options,
     spec_of,
-    utc_now,
-    write_manifest,
 )
-from batfeed.registry import make_scheduler
 
 
 def free_tcp_port() -> int:

@@ -44,8 +44,9 @@ from batfeed.api import simulate_jobs
 from batfeed.cli import main
 from batfeed.engine import simulate
 from batfeed.errors import BatfeedError
-from batfeed.manifest import apply_log, manifest_for, needs_profiles, read_manifest
+from batfeed.manifest import manifest_for, read_manifest
 from batfeed.registry import make_scheduler
+from batfeed.run_options import apply_log, needs_profiles
 from batfeed.runner import free_tcp_port, run_simulation
 
 REPO = Path(__file__).resolve().parent.parent

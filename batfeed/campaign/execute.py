@@ -153,8 +153,8 @@ def _lean(task: RunTask, workload: str, tmp: Path) -> dict[str, Any] | str:
     needs the engine (the record's ``lean_reason``; the invocation sums them up in one line)."""
     from batfeed.campaign.columns import flatten
     from batfeed.lean import lean_jobs, write_manifest
-    from batfeed.manifest import apply_seed
     from batfeed.metrics import compute_metrics
+    from batfeed.run_options import apply_seed
 
     started, t0 = utc_now(), time.perf_counter()
     options, _ = apply_seed(task.seed, task.scheduler, dict(task.options), None, None)

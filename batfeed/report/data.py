@@ -243,7 +243,7 @@ def _stem(path: Any) -> str:
 
 def _chosen(part: dict[str, Any], name: str | None, kind: str) -> set[str]:
     """The options given with a value other than the default (all the given ones when the spec is unknown)."""
-    from batfeed.manifest import spec_of, user_model_specs
+    from batfeed.run_options import spec_of, user_model_specs
 
     given = part.get("options_given") or {}
     specs = (spec_of(name)[1] if kind == "scheduler" else user_model_specs(name)) or {}
