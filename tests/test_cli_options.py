@@ -14,7 +14,7 @@ from cli_helpers import error_line, run_cli, write_inputs
 
 from batfeed.registry import BUILTIN
 
-KNOWN_EASY = "backfill_policy, maintenance, on_machine_down, policy, reservation, theta, ties"
+KNOWN_EASY = "backfill_policy, backfill_theta, maintenance, on_machine_down, policy, reservation, theta, ties"
 POLICIES = "FCFS, LCFS, SPF, LPF, LQF, SQF, LEXP, SEXP, LRF, SRF, LAF, SAF"
 LAYER = "kill_at_walltime, scheduler, scheduler_options, speed_factor, trace, users, workload_name"
 

@@ -241,7 +241,7 @@ def test_rejects_jobs_larger_than_the_machine_with_a_reason(tmp_path, caplog):
 
 @pytest.mark.parametrize("options, message", [
     ({"polcy": "SQF"}, "unknown option 'polcy' for Easy (did you mean 'policy'?; known: backfill_policy, "
-                       "maintenance, on_machine_down, policy, reservation, theta, ties)"),
+                       "backfill_theta, maintenance, on_machine_down, policy, reservation, theta, ties)"),
     ({"policy": "XYZ"}, "option 'policy' for Easy must be a queue policy (FCFS, LCFS, SPF, LPF, LQF, SQF, "),
     ({"policy": "fcf"}, "got \"fcf\" (did you mean \"FCFS\"?)"),
     ({"backfill_policy": 3}, "option 'backfill_policy' for Easy must be a queue policy (FCFS, "),
