@@ -10,16 +10,13 @@ criterion is larger (an area above 10^7) goes before it.  Models.md §A; docs/re
 from __future__ import annotations
 
 import pytest
-from batfeed.schedulers.base import BatfeedScheduler
 from batfeed.schedulers.easy import Easy
 from batfeed.schedulers.jobqueue import Entry, WaitQueue
 from batfeed.schedulers.options import OptionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_backfill_properties import POLICY_NAMES
-from test_ties_ocst import run_on
-
-INF = float("inf")
+from test_ties_ocst import OcstEasy, run_on
 
 
 def criterion(name: str):
@@ -40,28 +37,17 @@ def criterion(name: str):
     }[name]
 
 
-class RefObps(BatfeedScheduler):
+class RefObps(OcstEasy):
     """ocst c0a0c57's ``threshold`` command: ``MakeEasyGreedy(CritReserve)(CritBackfill)``."""
 
     def __init__(self, policy: str, backfill: str | None, theta: float | None, backfill_theta: bool = True):
-        super().__init__({})
-        self.P, self.B, self.theta = criterion(policy), criterion(backfill or policy), theta
+        super().__init__(theta)
+        self.P, self.B = criterion(policy), criterion(backfill or policy)
         self.theta_b = backfill_theta     # False: the bandit command's CritBackfill, without Θ
-        self.ends: dict[str, tuple[float, int]] = {}
-        self.nsub = 0
 
     def on_submit(self, job):
         self.queue.append(Entry(job, self.nsub))      # jobs.ml enqueue_job: waitqueue @ [id]
         self.nsub += 1
-
-    def onJobCompletion(self, job):
-        super().onJobCompletion(job)
-        self.ends.pop(job.id, None)
-
-    def go(self, e: Entry, now: float) -> None:
-        self.start(e.job, self.free.take_lowest(e.q))
-        self.ends[e.id] = (now + e.p, e.q)
-        self.queue.remove(e)
 
     def crit(self, c, e: Entry, now: float, thresholded: bool = True) -> float:
         wait = now - e.r                                     # MakeThresholdedCriteria(T)(CriteriaWait)(C)
@@ -70,22 +56,10 @@ class RefObps(BatfeedScheduler):
     def schedule(self):
         now = self.bs.time()
         q_order = sorted(self.queue, key=lambda e: -self.crit(self.P, e, now))     # List.sort: stable
-        free = self.free.count
-        for k, e in enumerate(q_order):                                            # get_easy
-            if e.q > free:
-                head, rest = e, q_order[k + 1:]
-                break
-            self.go(e, now)
-            free -= e.q
-        else:
+        started = self.easy_head(q_order, now)
+        if started is None:
             return
-        avail, shadow, extra = free, INF, 0                                        # reserve
-        for end, q in sorted(self.ends.values(), key=lambda x: x[0]):
-            avail += q
-            if avail >= head.q:
-                shadow, extra = end, avail - head.q
-                break
-        ids = rest
+        ids, free, shadow, extra = started
         while True:                                                                # picknext
             bfable = [e for e in ids if e.q <= min(free, extra) or (e.q <= free and now + e.p <= shadow)]
             if not bfable:

@@ -26,18 +26,15 @@ from test_backfill_properties import POLICY_NAMES, check_sound, workload_st
 INF = float("inf")
 
 
-class RefOcst(BatfeedScheduler):
-    """ocst's ``MakeEasyScheduler`` with ``MakeThreshold(MakeGreedyPrimary)`` and ``MakeGreedySecondary``."""
+class OcstEasy(BatfeedScheduler):
+    """What every ocst version's ``MakeEasyScheduler`` shares: start from the head of Q while jobs fit
+    (``get_easy``), then the head's shadow and extra from the expected ends (``reserve``)."""
 
-    def __init__(self, policy: str, backfill: str | None, theta: float | None):
+    def __init__(self, theta: float | None):
         super().__init__({})
-        self.P, self.B, self.theta = get_policy(policy), get_policy(backfill or "FCFS"), theta
+        self.theta = theta
         self.ends: dict[str, tuple[float, int]] = {}
         self.nsub = 0
-
-    def on_submit(self, job):
-        self.queue.insert(0, Entry(job, self.nsub))   # s.waiting: newest first (engine.ml prepends)
-        self.nsub += 1
 
     def onJobCompletion(self, job):
         super().onJobCompletion(job)
@@ -48,12 +45,9 @@ class RefOcst(BatfeedScheduler):
         self.ends[e.id] = (now + e.p, e.q)
         self.queue.remove(e)
 
-    def schedule(self):
-        now = self.bs.time()
-        q_order = sorted(self.queue, key=lambda e: self.P.key(e, now))          # stable
-        if self.theta is not None:                                                  # MakeThreshold
-            starved = [e for e in q_order if now - e.r > self.theta]
-            q_order = sorted(starved, key=lambda e: e.r) + [e for e in q_order if not now - e.r > self.theta]
+    def easy_head(self, q_order: list[Entry], now: float) -> tuple[list[Entry], int, float, int] | None:
+        """Start Q's jobs from its head while they fit; None when none waits then, else (the jobs after
+        the head, free machines, shadow time, extra)."""
         free = self.free.count
         for k, e in enumerate(q_order):                                            # get_easy
             if e.q > free:
@@ -62,13 +56,37 @@ class RefOcst(BatfeedScheduler):
             self.go(e, now)
             free -= e.q
         else:
-            return
+            return None
         avail, shadow, extra = free, INF, 0                                        # reserve
         for end, q in sorted(self.ends.values(), key=lambda x: x[0]):
             avail += q
             if avail >= head.q:
                 shadow, extra = end, avail - head.q
                 break
+        return rest, free, shadow, extra
+
+
+class RefOcst(OcstEasy):
+    """ocst's ``MakeEasyScheduler`` with ``MakeThreshold(MakeGreedyPrimary)`` and ``MakeGreedySecondary``."""
+
+    def __init__(self, policy: str, backfill: str | None, theta: float | None):
+        super().__init__(theta)
+        self.P, self.B = get_policy(policy), get_policy(backfill or "FCFS")
+
+    def on_submit(self, job):
+        self.queue.insert(0, Entry(job, self.nsub))   # s.waiting: newest first (engine.ml prepends)
+        self.nsub += 1
+
+    def schedule(self):
+        now = self.bs.time()
+        q_order = sorted(self.queue, key=lambda e: self.P.key(e, now))          # stable
+        if self.theta is not None:                                                  # MakeThreshold
+            starved = [e for e in q_order if now - e.r > self.theta]
+            q_order = sorted(starved, key=lambda e: e.r) + [e for e in q_order if not now - e.r > self.theta]
+        started = self.easy_head(q_order, now)
+        if started is None:
+            return
+        rest, free, shadow, extra = started
         for e in sorted(rest, key=lambda e: self.B.key(e, now)):                  # MakeGreedySecondary
             shorter = now + e.p <= shadow
             if e.q <= min(free, extra) or (e.q <= free and shorter):
