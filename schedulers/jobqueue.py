@@ -287,15 +287,9 @@ def _rekey(pol: Policy, index: QueueIndex, attr: str, entries: Iterable[Entry], 
     with a vectorised key (``Policy.vkey``, e.g. CREASY's) is evaluated on numpy arrays and sorted with
     ``lexsort`` on (key, tie): the same keys and order as the per-entry path.  ``rev`` (ties "obps"):
     (key, -P key, -seq), B's ties in the reverse of P's order."""
-    if rev:
-        rev_items: list[tuple[Any, Entry]] = [((pol.key(e, now), -e.kp[0], -e.seq), e) for e in entries]
-        for k, e in rev_items:
-            setattr(e, attr, k)
-        rev_items.sort(key=lambda it: it[0])
-        index.rebuild(rev_items)
-        return
-    if rank:
-        items = [((pol.key(e, now), *_rank(e)), e) for e in entries]
+    if rank or rev:
+        items: list[tuple[Any, Entry]] = [
+            ((pol.key(e, now), *(_rank(e) if rank else (-e.kp[0], -e.seq))), e) for e in entries]
         for k, e in items:
             setattr(e, attr, k)
         items.sort(key=lambda it: it[0])
