@@ -105,6 +105,27 @@ def test_the_two_configurations_make_the_campaigns_they_name():
     assert len(camp.traces) == 1
 
 
+def test_a_subset_of_strategies_runs_only_those_pairs():
+    """``--strategies full-week bandit-day``: the grids strategy x period lose the pairs not asked for, and
+    the runs kept are the very runs of the whole grid (same recipes: a campaign folder reuses them)."""
+    from batfeed.campaign import load_spec
+    from batfeed.campaign.expand import expand
+    from batfeed.reproduce import REPO
+    from batfeed.reproduce.tuning import CONFIGS, campaign
+    from batfeed.reproduce.tuning_tables import STRATEGIES
+
+    def tuned(spec):
+        runs = expand(load_spec(spec, base=REPO))
+        return {(r.row["options.strategy"], r.row["options.period"]): r.key for r in runs
+                if r.row["scheduler"] == "tuned_easy"}
+
+    cfg, kth = CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")]
+    every = tuned(campaign(cfg, kth, [1], STRATEGIES, "t"))
+    some = tuned(campaign(cfg, kth, [1], [("full", "week"), ("bandit", "day")], "t"))
+    assert len(every) == 8 and set(some) == {("full", "week"), ("bandit", "day")}
+    assert all(every[k] == some[k] for k in some)
+
+
 def mod_policies():
     from batfeed.reproduce.tuning_tables import POLICIES
 

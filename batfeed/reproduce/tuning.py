@@ -97,8 +97,12 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
         entries.append(entry)
     schedulers: list[dict[str, Any]] = [{"name": "easy", "options": {**config.easy_options(), "policy": POLICIES}}]
     periods = list(dict.fromkeys(p for _, p in strategies))
+    exclude = []
     for group in (("random", "bandit"), ("full", "noisy")):   # the grid strategies x periods
         chosen = [s for s in dict.fromkeys(s for s, _ in strategies) if s in group]
+        # the grid's pairs that were not asked for (--strategies full-week: no full day)
+        exclude += [{"scheduler": "tuned_easy", "options.strategy": s, "options.period": p}
+                    for s in chosen for p in periods if (s, p) not in strategies]
         if chosen:
             extra: dict[str, Any] = {"whatif_jobs": config.whatif} \
                 if group[0] == "full" and config.whatif != "submitted" else {}
@@ -107,7 +111,7 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
             schedulers.append({"name": "tuned_easy", "options": {
                 **config.easy_options(), "strategy": chosen, "period": periods, **extra}})
     return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
-            "traces": entries, "schedulers": schedulers, "lean": lean}
+            "traces": entries, "schedulers": schedulers, "lean": lean, **({"exclude": exclude} if exclude else {})}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -130,6 +134,9 @@ def parser() -> argparse.ArgumentParser:
                         "the later ocst; obps, the ocst obps pins: Θ as a criterion, B's ties reversed)")
     p.add_argument("--resample", choices=["weekly", "permute", "none"], help="override the configuration's resampler")
     p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
+    p.add_argument("--strategies", nargs="+", metavar="S-P", choices=[f"{s}-{p}" for s, p in STRATEGIES],
+                   help="only these of Table 4's strategies, as strategy-period (default all 8: "
+                        + ", ".join(f"{s}-{p}" for s, p in STRATEGIES) + "); runs done before are reused")
     p.add_argument("--engine", action="store_true", help="run the fixed policies on the engine too (default: "
                                                          "lean, without it: batfeed/lean.py, the same metrics)")
     return p
@@ -155,7 +162,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"batfeed reproduce tuning: note: {t} skipped: {f} not found (--data DIR)", file=sys.stderr)
             continue
         traces.append((t, str(d / f)))
-    strategies = [] if args.fixed_only else STRATEGIES
+    if args.fixed_only and args.strategies:
+        raise BatfeedError("--fixed-only and --strategies exclude each other")
+    strategies = [] if args.fixed_only else \
+        [sp for sp in STRATEGIES if f"{sp[0]}-{sp[1]}" in args.strategies] if args.strategies else STRATEGIES
     out = default_out(args, NAME)
     from batfeed.campaign import load_spec, run_campaign
 
