@@ -101,6 +101,12 @@ def test_the_two_configurations_make_the_campaigns_they_name():
     tuned = campaign(CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")], [1], [("full", "week")], "t")
     assert tuned["schedulers"][1]["options"]["backfill_theta"] is False     # ocst's bandit: B without Θ
     assert authors["schedulers"][0]["options"]["theta"] == 200000.0
+    pairs = [("random", "week"), ("bandit", "week")]
+    both = campaign(CONFIGS["authors-workflow"], [("KTH-SP2", "KTH-SP2")], [1], pairs, "t")
+    by = {tuple(s["options"]["strategy"]): s["options"] for s in both["schedulers"][1:]}
+    assert by[("bandit",)]["epsilon"] == 0.5 and "epsilon" not in by[("random",)]   # obps: --hyperparameter=0.5
+    ptext = campaign(CONFIGS["paper-text"], [("KTH-SP2", "KTH-SP2")], [1], [("bandit", "week")], "t")
+    assert "epsilon" not in ptext["schedulers"][1]["options"]                    # tuned_easy's default, the paper's 0.1
     camp = load_spec(paper, base=REPO)
     assert len(camp.traces) == 1
 
