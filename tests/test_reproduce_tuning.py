@@ -114,10 +114,12 @@ def test_the_two_configurations_make_the_campaigns_they_name():
 def test_a_subset_of_strategies_runs_only_those_pairs():
     """``--strategies full-week bandit-day``: the grids strategy x period lose the pairs not asked for, and
     the runs kept are the very runs of the whole grid (same recipes: a campaign folder reuses them)."""
+    from dataclasses import replace
+
     from batfeed.campaign import load_spec
     from batfeed.campaign.expand import expand
     from batfeed.reproduce import REPO
-    from batfeed.reproduce.tuning import CONFIGS, campaign
+    from batfeed.reproduce.tuning import CONFIGS, TUNED_SETS, campaign
     from batfeed.reproduce.tuning_tables import STRATEGIES
 
     def tuned(spec):
@@ -130,6 +132,11 @@ def test_a_subset_of_strategies_runs_only_those_pairs():
     some = tuned(campaign(cfg, kth, [1], [("full", "week"), ("bandit", "day")], "t"))
     assert len(every) == 8 and set(some) == {("full", "week"), ("bandit", "day")}
     assert all(every[k] == some[k] for k in some)
+    obps = replace(cfg, tuned_policies=TUNED_SETS["obps"])     # obps's policyfam_full: 9 candidates
+    runs = expand(load_spec(campaign(obps, kth, [1], [("random", "week")], "t"), base=REPO))
+    tuned_runs = [r for r in runs if r.row["scheduler"] == "tuned_easy"]
+    assert [r.options["policies"] for r in tuned_runs] == [list(TUNED_SETS["obps"])]
+    assert not {"LPF", "LQF", "LAF"} & set(TUNED_SETS["obps"]) and len(TUNED_SETS["obps"]) == 9
 
 
 def mod_policies():

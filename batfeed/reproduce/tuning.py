@@ -61,6 +61,7 @@ class Config:
     whatif: str = "submitted"     # full/noisy's what-if set: tuned_easy's whatif_jobs
     tuned_backfill_theta: bool = True   # ties "obps": Θ orders B in the tuned runs too (ocst's bandit: no)
     epsilon: float = 0.1          # the bandit's probability of exploring (tuned_easy's epsilon)
+    tuned_policies: tuple[str, ...] | None = None   # the strategies' candidates (None: the 12 of Table 3)
 
     def easy_options(self) -> dict[str, Any]:
         out: dict[str, Any] = {"theta": self.theta, "ties": self.ties}
@@ -75,13 +76,24 @@ class Config:
         bt = " (tuned runs: B without Θ)" if self.ties == "obps" and not self.tuned_backfill_theta else ""
         return (f"Θ = {self.theta:g} s, backfill order {self.backfill or 'P'}, ties {self.ties}{bt}, {res}, "
                 f"what-ifs of the jobs {self.whatif} {'in' if self.whatif == 'submitted' else 'since'} the last "
-                f"period, bandit ε = {self.epsilon:g}")
+                f"period, bandit ε = {self.epsilon:g}"
+                + (f", strategies among {' '.join(self.tuned_policies)}" if self.tuned_policies else ""))
 
 
 CONFIGS = {
     "paper-text": Config(theta=144000.0, ties="oldest", backfill=None, resample="weekly", weeks=104),
     "authors-workflow": Config(theta=200000.0, ties="obps", backfill="LQF", resample="permute", weeks=None,
                                whatif="started", tuned_backfill_theta=False, epsilon=0.5),
+}
+
+
+#: The strategies' candidates: the paper's 12, or the 9 obps passes (``--policies`` of its zymakefile's bandit runs:
+#: policyfam_full = wait mwait lpf lqf expfact mexpfact lrf srf laf; ocst c0a0c57 ``metrics.ml`` orders by the largest
+#: criterion, so lpf (-p) is batfeed's SPF, lqf SQF, expfact (-(wait+p)/p) SEXP, mexpfact LEXP, lrf (-q/p) LRF,
+#: srf SRF, laf (-q p) SAF), in obps's order (the tie-break order).
+TUNED_SETS: dict[str, tuple[str, ...] | None] = {
+    "all": None,
+    "obps": ("FCFS", "LCFS", "SPF", "SQF", "SEXP", "LEXP", "LRF", "SRF", "SAF"),
 }
 
 
@@ -112,6 +124,8 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
                 extra["backfill_theta"] = False
             if group == ("bandit",) and config.epsilon != 0.1:     # tuned_easy's default: the paper's ε
                 extra["epsilon"] = config.epsilon
+            if config.tuned_policies:
+                extra["policies"] = [list(config.tuned_policies)]   # one grid value: the list
             schedulers.append({"name": "tuned_easy", "options": {
                 **config.easy_options(), "strategy": chosen, "period": periods, **extra}})
     return {"name": name, "seeds": seeds if config.resample != "none" else [1], "metrics": METRICS,
@@ -141,6 +155,10 @@ def parser() -> argparse.ArgumentParser:
                    help="override the bandit's probability of exploring (paper-text 0.1, the paper's; "
                         "authors-workflow 0.5: obps runs ocs bandit-onpolicy with --hyperparameter=0.5, the "
                         "probability of exploiting in ocst's MakeBanditSelector)")
+    p.add_argument("--tuned-policies", choices=list(TUNED_SETS),
+                   help="the strategies' candidate policies: all (the 12 of Table 3, the paper's text) or obps (the 9 "
+                        "of obps's policyfam_full, 'wait mwait lpf lqf expfact mexpfact lrf srf laf' as the pinned "
+                        "ocst orders them: no LPF, LQF, LAF)")
     p.add_argument("--fixed-only", action="store_true", help="only the 12 fixed policies (Table 3)")
     p.add_argument("--strategies", nargs="+", metavar="S-P", choices=[f"{s}-{p}" for s, p in STRATEGIES],
                    help="only these of Table 4's strategies, as strategy-period (default all 8: "
@@ -191,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
             c = replace(c, ties=args.ties)
         if args.epsilon is not None:
             c = replace(c, epsilon=args.epsilon)
+        if args.tuned_policies:
+            c = replace(c, tuned_policies=TUNED_SETS[args.tuned_policies])
         if c.resample == "weekly" and (args.weeks is not None or quick):
             c = replace(c, weeks=args.weeks if args.weeks is not None else 26)
         spec = campaign(c, traces, list(range(1, r + 1)), strategies, f"tuning-{key}", lean=not args.engine)
