@@ -181,3 +181,15 @@ def test_lqf_on_kth_has_its_measured_reason_and_no_other_trace_does(mod):
     table = pd.DataFrame([r for col, w in {"FCFS": 100.0, "LQF": 108.0}.items()
                           for r in rows("KTH-SP2", col, {1: (w, 1)})])
     assert "+3 · +8 · sign agrees" in mod.report(table, ["KTH-SP2"], "t")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epsilon", "1.5"], "--epsilon must be in [0, 1], got 1.5"),
+    (["--fixed-only", "--strategies", "full-week"], "--fixed-only and --strategies exclude each other"),
+])
+def test_bad_tuning_options_are_refused_with_one_line(argv, message):
+    from batfeed.errors import BatfeedError
+    from batfeed.reproduce.tuning import main
+
+    with pytest.raises(BatfeedError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        main(["--traces", "KTH-SP2", *argv])
