@@ -109,6 +109,9 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
         elif config.resample == "permute":
             entry["resample"] = "permute"
         entries.append(entry)
+    from batfeed.schedulers.tuned_easy import TunedEasy  # its option defaults (numpy: imported only here)
+
+    default_epsilon = TunedEasy.OPTIONS["epsilon"].default
     schedulers: list[dict[str, Any]] = [{"name": "easy", "options": {**config.easy_options(), "policy": POLICIES}}]
     periods = list(dict.fromkeys(p for _, p in strategies))
     exclude = []
@@ -122,7 +125,7 @@ def campaign(config: Config, traces: list[tuple[str, str]], seeds: list[int], st
                 if group[0] == "full" and config.whatif != "submitted" else {}
             if config.ties == "obps" and not config.tuned_backfill_theta:
                 extra["backfill_theta"] = False
-            if group == ("bandit",) and config.epsilon != 0.1:     # tuned_easy's default: the paper's ε
+            if group == ("bandit",) and config.epsilon != default_epsilon:   # written only when it differs
                 extra["epsilon"] = config.epsilon
             if config.tuned_policies:
                 extra["policies"] = [list(config.tuned_policies)]   # one grid value: the list
